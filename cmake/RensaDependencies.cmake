@@ -1,0 +1,26 @@
+# Third-party libraries, all from Debian's packages (scripts/setup installs them).
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+
+# OpenBLAS, OpenMP build: one thread pool with rensa's kernels (the pthread build next to an
+# OpenMP pool runs 2-5x slower on 2 cores). Prefer its directory over the alternatives' default.
+set(_rensa_multiarch "${CMAKE_LIBRARY_ARCHITECTURE}")
+find_library(RENSA_OPENBLAS_LIBRARY NAMES openblas
+             HINTS /usr/lib/${_rensa_multiarch}/openblas-openmp NO_DEFAULT_PATH)
+find_library(RENSA_OPENBLAS_LIBRARY NAMES openblas REQUIRED)
+find_path(RENSA_OPENBLAS_INCLUDE_DIR cblas.h
+          HINTS /usr/include/${_rensa_multiarch}/openblas-openmp NO_DEFAULT_PATH)
+find_path(RENSA_OPENBLAS_INCLUDE_DIR cblas.h REQUIRED)
+if(NOT RENSA_OPENBLAS_LIBRARY MATCHES "openmp")
+  message(WARNING "rensa: OpenBLAS at ${RENSA_OPENBLAS_LIBRARY} may not be the OpenMP build (libopenblas-openmp-dev)")
+endif()
+add_library(rensa_openblas INTERFACE)
+target_link_libraries(rensa_openblas INTERFACE ${RENSA_OPENBLAS_LIBRARY})
+target_include_directories(rensa_openblas SYSTEM INTERFACE ${RENSA_OPENBLAS_INCLUDE_DIR})
+
+# oneDNN. Debian's dnnl-config.cmake requires OpenCL development files that libdnnl-dev does not
+# pull in, so locate the library directly.
+find_path(RENSA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h REQUIRED)
+find_library(RENSA_DNNL_LIBRARY NAMES dnnl REQUIRED)
+add_library(rensa_dnnl INTERFACE)
+target_link_libraries(rensa_dnnl INTERFACE ${RENSA_DNNL_LIBRARY})
+target_include_directories(rensa_dnnl SYSTEM INTERFACE ${RENSA_DNNL_INCLUDE_DIR})

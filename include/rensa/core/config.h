@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// The one configuration of rensa and the RAII guards that override it for the calling thread.
+
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+#include "rensa/core/device.h"
+#include "rensa/core/dtype.h"
+
+namespace rensa {
+
+/// Process-wide settings. Read them through config(); change them for a scope with using_config().
+struct Config {
+  /// Training mode (dropout active, batch statistics); false in evaluation.
+  bool train = true;
+  /// Record the graph for backward. Off inside no_backprop_mode().
+  bool enable_backprop = true;
+  /// Default dtype of parameters and created arrays.
+  Dtype dtype = Dtype::float32;
+  /// Default device of created arrays.
+  Device device = Device::cpu();
+  /// Seed of each thread's default generator.
+  uint64_t seed = 0;
+  /// Prefer deterministic algorithms where a choice exists.
+  bool deterministic = false;
+  /// Extra checks (NaN checks and the like) for debugging.
+  bool debug = false;
+};
+
+/// The settings in force on the calling thread: the innermost guard's, or the process defaults.
+const Config& config();
+/// The process defaults, for setting at start-up before other threads start; guards override them.
+Config& global_config();
+
+/// A value for using_config: bool, integer, Dtype or Device, matching the key.
+using ConfigValue = std::variant<bool, int64_t, Dtype, Device>;
+
+/// Restores the previous settings of the calling thread when it goes out of scope. Not copyable or
+/// movable: create it as a local variable.
+class [[nodiscard]] ConfigGuard {
+ public:
+  explicit ConfigGuard(const Config& cfg);
+  ~ConfigGuard();
+  ConfigGuard(const ConfigGuard&) = delete;
+  ConfigGuard& operator=(const ConfigGuard&) = delete;
+
+ private:
+  Config cfg_;
+  const Config* prev_;
+};
+
+/// Sets `key` ("train", "enable_backprop", "dtype", "device", "seed", "deterministic", "debug")
+/// for the calling thread until the guard dies. ValueError for an unknown key (valid keys listed)
+/// or a value of the wrong kind.
+ConfigGuard using_config(std::string_view key, ConfigValue value);
+/// Disables graph recording until the guard dies.
+ConfigGuard no_backprop_mode();
+/// Enables graph recording until the guard dies (inside a no_backprop_mode scope).
+ConfigGuard force_backprop_mode();
+
+}  // namespace rensa

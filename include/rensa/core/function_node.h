@@ -1,0 +1,137 @@
+#pragma once
+/// \file
+/// FunctionNode: a recorded application of a differentiable function, and the helpers that record
+/// one from a function's forward.
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "rensa/core/config.h"
+#include "rensa/core/variable.h"
+
+namespace rensa {
+
+namespace detail {
+struct NodeBuilder;
+}
+
+/// What a backward function receives.
+class BackwardContext {
+ public:
+  BackwardContext(std::span<const Variable> grad_outputs, std::span<const char> targets,
+                  std::span<const Array> retained, std::span<const std::weak_ptr<detail::VariableNode>> outputs)
+      : grad_outputs_(grad_outputs), targets_(targets), retained_(retained), outputs_(outputs) {}
+  /// Gradient of output i (zeros when the output received none).
+  const Variable& grad_output(std::size_t i = 0) const { return grad_outputs_[i]; }
+  std::size_t num_outputs() const { return grad_outputs_.size(); }
+  /// Whether input i needs a gradient; others may be left null.
+  bool needs_grad(std::size_t i) const { return targets_[i] != 0; }
+  /// Output i as a variable, when the function retained its outputs; it is connected to the
+  /// graph, so double backprop through it works.
+  Variable output(std::size_t i = 0) const;
+
+ private:
+  std::span<const Variable> grad_outputs_;
+  std::span<const char> targets_;
+  std::span<const Array> retained_;
+  std::span<const std::weak_ptr<detail::VariableNode>> outputs_;
+};
+
+/// A function application in the graph. Holds its input vertices and what its backward needs.
+class FunctionNode {
+ public:
+  virtual ~FunctionNode() = default;
+  /// The function's name, e.g. "linear".
+  virtual const char* label() const = 0;
+  /// Gradients of the inputs (null where not needed), computed with differentiable functions.
+  virtual std::vector<Variable> backward(const BackwardContext& ctx) = 0;
+  /// Drops what backward needs (saved arrays and captured variables).
+  virtual void release_saved() = 0;
+
+  const std::vector<std::shared_ptr<detail::VariableNode>>& inputs() const { return inputs_; }
+  const std::vector<std::weak_ptr<detail::VariableNode>>& outputs() const { return outputs_; }
+  const std::vector<Array>& retained_outputs() const { return retained_outputs_; }
+  int64_t generation() const { return generation_; }
+  uint64_t sequence() const { return sequence_; }
+  /// True once backward ran through this node without retain_graph (or unchain_backward cut it).
+  bool released() const { return released_; }
+  /// Drops the inputs and saved data: the graph behind this node is cut.
+  void release();
+
+  // engine bookkeeping
+  uint64_t epoch = 0;
+  bool in_queue = false;
+
+ protected:
+  FunctionNode() = default;
+
+ private:
+  friend struct detail::NodeBuilder;
+  std::vector<std::shared_ptr<detail::VariableNode>> inputs_;
+  std::vector<std::weak_ptr<detail::VariableNode>> outputs_;
+  std::vector<Array> retained_outputs_;
+  int64_t generation_ = 0;
+  uint64_t sequence_ = 0;
+  bool released_ = false;
+};
+
+namespace detail {
+
+/// A FunctionNode whose backward is a callable `Variable-vector(const BackwardContext&)`.
+template <class F>
+class LambdaNode final : public FunctionNode {
+ public:
+  LambdaNode(const char* label, F&& fn) : label_(label), fn_(std::move(fn)) {}
+  const char* label() const override { return label_; }
+  std::vector<Variable> backward(const BackwardContext& ctx) override { return (*fn_)(ctx); }
+  void release_saved() override { fn_.reset(); }
+
+ private:
+  const char* label_;
+  std::optional<F> fn_;
+};
+
+/// Connects a node to its inputs and outputs (shared by all ways of recording).
+struct NodeBuilder {
+  static bool any_requires_grad(std::span<const Variable> inputs);
+  static std::vector<Variable> connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
+                                       std::vector<Array> outputs, bool retain_outputs);
+};
+
+}  // namespace detail
+
+/// Wraps forward results as output variables and, when backprop is enabled and some input requires
+/// grad, records `backward` (a callable taking `const BackwardContext&` and returning one Variable
+/// per input, null where no gradient is needed). With `retain_outputs`, backward can read the
+/// outputs through ctx.output(i) without keeping them alive in a cycle.
+template <class F>
+std::vector<Variable> record(const char* label, std::initializer_list<Variable> inputs, std::vector<Array> outputs,
+                             F&& backward, bool retain_outputs = false) {
+  std::span<const Variable> in(inputs.begin(), inputs.size());
+  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) {
+    std::vector<Variable> out;
+    out.reserve(outputs.size());
+    for (auto& a : outputs) out.emplace_back(std::move(a));
+    return out;
+  }
+  auto node = std::make_shared<detail::LambdaNode<std::decay_t<F>>>(label, std::forward<F>(backward));
+  return detail::NodeBuilder::connect(std::move(node), in, std::move(outputs), retain_outputs);
+}
+
+/// record() for a function with one output.
+template <class F>
+Variable record1(const char* label, std::initializer_list<Variable> inputs, Array output, F&& backward,
+                 bool retain_output = false) {
+  std::span<const Variable> in(inputs.begin(), inputs.size());
+  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) return Variable(std::move(output));
+  auto node = std::make_shared<detail::LambdaNode<std::decay_t<F>>>(label, std::forward<F>(backward));
+  std::vector<Array> outs;
+  outs.push_back(std::move(output));
+  return std::move(detail::NodeBuilder::connect(std::move(node), in, std::move(outs), retain_output)[0]);
+}
+
+}  // namespace rensa

@@ -1,0 +1,140 @@
+#pragma once
+/// \file
+/// Variable: an Array plus the autograd state (gradient, creator, requires_grad).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rensa/core/array.h"
+
+namespace rensa {
+
+class FunctionNode;
+class Variable;
+
+/// Observer attached to leaf variables (parameters) by higher layers, e.g. a data-parallel
+/// optimizer that starts communication during backward. The engine calls `grad_final` once per
+/// backward when the variable's gradient will receive no further contribution, and
+/// `backward_finished` once per backward for each distinct hook that saw a grad_final.
+class GradHook {
+ public:
+  virtual ~GradHook() = default;
+  virtual void grad_final(const Variable& variable) = 0;
+  virtual void backward_finished() {}
+};
+
+namespace detail {
+struct VariableImpl;
+
+/// The graph vertex of a variable. It outlives the Variable while functions that consumed it are
+/// alive, but it does not keep the variable's data alive (functions keep what they need).
+struct VariableNode {
+  std::weak_ptr<VariableImpl> variable;
+  std::shared_ptr<FunctionNode> creator;
+  int64_t generation = 0;
+  bool requires_grad = false;
+  Shape shape;
+  Dtype dtype = Dtype::float32;
+  Device device;
+  // backward bookkeeping, valid during one backward call
+  std::shared_ptr<VariableImpl> grad_acc;
+  int64_t pending = 0;
+  uint64_t epoch = 0;
+  int capture_slot = -1;
+};
+
+struct VariableImpl {
+  Array data;
+  std::shared_ptr<VariableImpl> grad;
+  std::shared_ptr<VariableNode> node;  // created when the variable enters a graph
+  std::string name;
+  bool requires_grad = false;
+  bool retain_grad = false;
+  std::vector<std::shared_ptr<GradHook>> hooks;
+};
+}  // namespace detail
+
+/// Options of Variable::backward and rensa::backward.
+struct BackwardOptions {
+  /// Keep the gradients of every intermediate variable (not only of leaves).
+  bool retain_grad = false;
+  /// Record the backward computation so gradients can be differentiated again.
+  bool enable_double_backprop = false;
+  /// Keep the graph (and its saved arrays) so backward can run through it again. Implied by
+  /// enable_double_backprop.
+  bool retain_graph = false;
+};
+
+/// A node of the computational graph: holds an Array (`array()`), its gradient (`grad()`), and the
+/// function that created it. Copying a Variable aliases the same variable (data, grad and graph).
+/// A Variable made from an Array does not require grad unless asked to.
+class Variable {
+ public:
+  /// A null variable (`is_null()`), used for "no gradient".
+  Variable() = default;
+  /// Wraps `data` (aliasing it). Implicit so functions accept Arrays.
+  Variable(Array data, bool requires_grad = false);  // NOLINT(google-explicit-constructor)
+
+  bool is_null() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  /// The data (aliased, not copied).
+  const Array& array() const;
+  /// Replaces the data; the shape may change only on a variable without creator.
+  void set_array(Array data) const;
+  const Shape& shape() const { return array().shape(); }
+  Dtype dtype() const { return array().dtype(); }
+  Device device() const { return array().device(); }
+  int64_t ndim() const { return array().ndim(); }
+  int64_t size() const { return array().size(); }
+
+  /// The gradient, or a null Variable when there is none.
+  Variable grad() const;
+  /// Sets the gradient (null clears it); ShapeError/DtypeError if it does not match the data.
+  void set_grad(const Variable& grad) const;
+  /// Clears the gradient.
+  void cleargrad() const { set_grad(Variable()); }
+
+  bool requires_grad() const;
+  void set_requires_grad(bool value) const;
+  const std::string& name() const;
+  void set_name(std::string name) const;
+
+  /// The function that produced this variable, or nullptr for a leaf.
+  std::shared_ptr<FunctionNode> creator() const;
+  /// 0 for leaves; otherwise the creator's generation.
+  int64_t generation() const;
+  /// Keep this (non-leaf) variable's gradient after backward.
+  void retain_grad() const;
+
+  /// Backpropagates from this variable. A variable of one element gets gradient 1 unless it has a
+  /// gradient set; otherwise set one first (ShapeError).
+  void backward(const BackwardOptions& options = {}) const;
+  /// Makes this variable a leaf: forgets its creator.
+  void unchain() const;
+  /// Cuts the graph behind this variable: every function reachable backward drops its inputs.
+  void unchain_backward() const;
+
+  /// Registers an observer called when this leaf's gradient is final (see GradHook).
+  void add_grad_hook(std::shared_ptr<GradHook> hook) const;
+  void remove_grad_hook(const GradHook* hook) const;
+
+  /// True when both handles refer to the same variable.
+  bool is(const Variable& other) const { return impl_ == other.impl_; }
+
+  // internal
+  explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {}
+  const std::shared_ptr<detail::VariableImpl>& impl() const { return impl_; }
+  /// The graph vertex, created on first use.
+  const std::shared_ptr<detail::VariableNode>& node() const;
+
+ private:
+  void require_impl(const char* op) const;
+  std::shared_ptr<detail::VariableImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Variable& v);
+
+}  // namespace rensa

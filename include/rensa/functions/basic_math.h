@@ -1,0 +1,58 @@
+#pragma once
+/// \file
+/// Elementwise arithmetic with NumPy broadcasting. Operands must share dtype (DtypeError) and
+/// device (DeviceError); shapes that do not broadcast throw ShapeError naming both shapes.
+/// Gradients of broadcast operands are summed back to their shapes.
+
+#include "rensa/core/variable.h"
+
+namespace rensa::functions {
+
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable div(const Variable& a, const Variable& b);
+Variable neg(const Variable& x);
+/// a ** b elementwise (both differentiable; the gradient for b needs a > 0).
+Variable pow(const Variable& a, const Variable& b);
+/// x ** exponent for a constant exponent.
+Variable pow(const Variable& x, double exponent);
+Variable exp(const Variable& x);
+Variable log(const Variable& x);
+Variable sqrt(const Variable& x);
+Variable square(const Variable& x);
+/// |x|; the gradient at 0 is 0.
+Variable abs(const Variable& x);
+/// Elementwise maximum; where a == b the gradient goes to a.
+Variable maximum(const Variable& a, const Variable& b);
+/// Elementwise minimum; where a == b the gradient goes to a.
+Variable minimum(const Variable& a, const Variable& b);
+/// min(max(x, lo), hi); ValueError when lo > hi. The gradient is 1 inside [lo, hi], 0 outside.
+Variable clip(const Variable& x, double lo, double hi);
+
+/// x + value (value converted to x's dtype).
+Variable add(const Variable& x, double value);
+/// x * value.
+Variable mul(const Variable& x, double value);
+/// value - x.
+Variable rsub(const Variable& x, double value);
+/// value / x.
+Variable rdiv(const Variable& x, double value);
+
+}  // namespace rensa::functions
+
+namespace rensa {
+Variable operator+(const Variable& a, const Variable& b);
+Variable operator-(const Variable& a, const Variable& b);
+Variable operator*(const Variable& a, const Variable& b);
+Variable operator/(const Variable& a, const Variable& b);
+Variable operator-(const Variable& x);
+Variable operator+(const Variable& a, double b);
+Variable operator+(double a, const Variable& b);
+Variable operator-(const Variable& a, double b);
+Variable operator-(double a, const Variable& b);
+Variable operator*(const Variable& a, double b);
+Variable operator*(double a, const Variable& b);
+Variable operator/(const Variable& a, double b);
+Variable operator/(double a, const Variable& b);
+}  // namespace rensa

@@ -1,0 +1,27 @@
+#pragma once
+/// \file
+/// Reductions over axes. `axes` empty means all axes; negative axes count from the end; repeated
+/// or out-of-range axes throw IndexError naming the function. `keepdims` keeps reduced axes as 1.
+
+#include <optional>
+
+#include "rensa/core/variable.h"
+
+namespace rensa::functions {
+
+Variable sum(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+Variable mean(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Maximum; every element equal to the maximum receives the full gradient (as Chainer).
+/// ValueError when a reduced axis has size 0.
+Variable max(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+Variable min(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Index of the maximum along `axis` (over the flattened array when axis is nullopt); int64,
+/// not differentiable.
+Variable argmax(const Variable& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+Variable argmin(const Variable& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+/// log(sum(exp(x))) computed stably (max subtracted).
+Variable logsumexp(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Sums x down to `shape`, undoing broadcasting (ShapeError if `shape` does not broadcast to x).
+Variable sum_to(const Variable& x, const Shape& shape);
+
+}  // namespace rensa::functions

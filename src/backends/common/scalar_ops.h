@@ -1,0 +1,97 @@
+#pragma once
+// The scalar definition of every elementwise op, shared by all host backends so the formulas live
+// in one place. Kernels pick the op outside their loops (dispatch_unary/dispatch_binary) so the
+// inner loops are branch-free.
+#include <cmath>
+#include <cstdint>
+
+#include "rensa/core/backend.h"
+
+namespace rensa::backends {
+
+template <UnaryOp Op, class C>
+inline C unary_fn(C x, C p0, C p1) {
+  if constexpr (Op == UnaryOp::neg) return -x;
+  else if constexpr (Op == UnaryOp::exp) return std::exp(x);
+  else if constexpr (Op == UnaryOp::log) return std::log(x);
+  else if constexpr (Op == UnaryOp::sqrt) return std::sqrt(x);
+  else if constexpr (Op == UnaryOp::abs) return std::abs(x);
+  else if constexpr (Op == UnaryOp::sign) return static_cast<C>((x > C(0)) - (x < C(0)));
+  else if constexpr (Op == UnaryOp::square) return x * x;
+  else if constexpr (Op == UnaryOp::reciprocal) return C(1) / x;
+  else if constexpr (Op == UnaryOp::sin) return std::sin(x);
+  else if constexpr (Op == UnaryOp::cos) return std::cos(x);
+  else if constexpr (Op == UnaryOp::relu) return x > C(0) ? x : C(0);
+  else if constexpr (Op == UnaryOp::sigmoid) {
+    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+    const C e = std::exp(x);
+    return e / (C(1) + e);
+  } else if constexpr (Op == UnaryOp::tanh) return std::tanh(x);
+  else if constexpr (Op == UnaryOp::softplus) return std::log1p(std::exp(-std::abs(x))) + (x > C(0) ? x : C(0));
+  else if constexpr (Op == UnaryOp::leaky_relu) return x >= C(0) ? x : x * p0;
+  else if constexpr (Op == UnaryOp::elu) return x >= C(0) ? x : p0 * std::expm1(x);
+  else if constexpr (Op == UnaryOp::pow_scalar) return std::pow(x, p0);
+  else if constexpr (Op == UnaryOp::clip) return x < p0 ? p0 : (x > p1 ? p1 : x);
+  else if constexpr (Op == UnaryOp::affine) return x * p0 + p1;
+  else if constexpr (Op == UnaryOp::finite_or_zero) return std::isfinite(x) ? x : C(0);
+  else static_assert(sizeof(C) == 0, "unhandled unary op");
+}
+
+template <BinaryOp Op, class C>
+inline C binary_fn(C a, C b) {
+  if constexpr (std::is_same_v<C, bool>) return binary_fn<Op, int>(a, b) != 0;
+  else if constexpr (Op == BinaryOp::add) return a + b;
+  else if constexpr (Op == BinaryOp::sub) return a - b;
+  else if constexpr (Op == BinaryOp::mul) return a * b;
+  else if constexpr (Op == BinaryOp::div) return a / b;
+  else if constexpr (Op == BinaryOp::pow) return static_cast<C>(std::pow(a, b));
+  else if constexpr (Op == BinaryOp::maximum) return (a >= b || a != a) ? a : b;  // NaN propagates
+  else if constexpr (Op == BinaryOp::minimum) return (a <= b || a != a) ? a : b;
+  else if constexpr (Op == BinaryOp::eq) return static_cast<C>(a == b);
+  else if constexpr (Op == BinaryOp::ne) return static_cast<C>(a != b);
+  else if constexpr (Op == BinaryOp::lt) return static_cast<C>(a < b);
+  else if constexpr (Op == BinaryOp::le) return static_cast<C>(a <= b);
+  else if constexpr (Op == BinaryOp::gt) return static_cast<C>(a > b);
+  else if constexpr (Op == BinaryOp::ge) return static_cast<C>(a >= b);
+  else static_assert(sizeof(C) == 0, "unhandled binary op");
+}
+
+constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
+
+/// Calls f.template operator()<Op>() for the runtime op.
+template <class F>
+void dispatch_unary(UnaryOp op, F&& f) {
+  switch (op) {
+#define RENSA_CASE(name) \
+  case UnaryOp::name: f.template operator()<UnaryOp::name>(); return;
+    RENSA_CASE(neg) RENSA_CASE(exp) RENSA_CASE(log) RENSA_CASE(sqrt) RENSA_CASE(abs) RENSA_CASE(sign)
+    RENSA_CASE(square) RENSA_CASE(reciprocal) RENSA_CASE(sin) RENSA_CASE(cos) RENSA_CASE(relu)
+    RENSA_CASE(sigmoid) RENSA_CASE(tanh) RENSA_CASE(softplus) RENSA_CASE(leaky_relu) RENSA_CASE(elu)
+    RENSA_CASE(pow_scalar) RENSA_CASE(clip) RENSA_CASE(affine) RENSA_CASE(finite_or_zero)
+#undef RENSA_CASE
+  }
+}
+
+template <class F>
+void dispatch_binary(BinaryOp op, F&& f) {
+  switch (op) {
+#define RENSA_CASE(name) \
+  case BinaryOp::name: f.template operator()<BinaryOp::name>(); return;
+    RENSA_CASE(add) RENSA_CASE(sub) RENSA_CASE(mul) RENSA_CASE(div) RENSA_CASE(pow) RENSA_CASE(maximum)
+    RENSA_CASE(minimum) RENSA_CASE(eq) RENSA_CASE(ne) RENSA_CASE(lt) RENSA_CASE(le) RENSA_CASE(gt) RENSA_CASE(ge)
+#undef RENSA_CASE
+  }
+}
+
+/// Converts through the compute type so 16-bit floats round correctly.
+template <class To, class From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) return static_cast<compute_t<From>>(v) != compute_t<From>(0);
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(static_cast<compute_t<From>>(v)));
+  } else {
+    return static_cast<To>(static_cast<compute_t<From>>(v));
+  }
+}
+
+}  // namespace rensa::backends

@@ -1,0 +1,191 @@
+// The reference backend: host memory and naive loops over multi-indices, written for clarity, not
+// speed. Tests compare the cpu backend (and later ones) against it.
+#include <cmath>
+#include <vector>
+
+#include "src/backends/common/host_kernels.h"
+#include "src/backends/common/scalar_ops.h"
+
+namespace rensa::backends {
+std::unique_ptr<Backend> make_host_backend(std::string_view name);
+
+namespace reference {
+namespace {
+
+// Calls f(offsets...) for every multi-index of `shape`, with each array's element offset.
+template <std::size_t N, class F>
+void for_each_index(const Shape& shape, const std::array<const Array*, N>& arrays, F&& f) {
+  const int64_t total = shape.numel();
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    std::array<int64_t, N> off{};
+    for (std::size_t k = 0; k < N; ++k) {
+      for (std::size_t d = 0; d < shape.size(); ++d) off[k] += idx[d] * arrays[k]->strides()[d];
+    }
+    f(off);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+template <class T>
+T* ptr(const Array& a) {
+  return static_cast<T*>(a.raw_data());
+}
+
+void fill(const Array& dst, double value) {
+  dispatch(dst.dtype(), [&]<class T>() {
+    for_each_index<1>(dst.shape(), {&dst}, [&](auto off) { ptr<T>(dst)[off[0]] = convert<T>(value); });
+  });
+}
+
+void copy(const Array& src, const Array& dst) {
+  dispatch(src.dtype(), [&]<class S>() {
+    dispatch(dst.dtype(), [&]<class D>() {
+      for_each_index<2>(dst.shape(), {&src, &dst},
+                        [&](auto off) { ptr<D>(dst)[off[1]] = convert<D>(ptr<S>(src)[off[0]]); });
+    });
+  });
+}
+
+void unary(UnaryOp op, const Array& x, const Array& y, double p0, double p1) {
+  dispatch_floating(x.dtype(), "reference unary", [&]<class T>() {
+    using C = compute_t<T>;
+    dispatch_unary(op, [&]<UnaryOp Op>() {
+      for_each_index<2>(x.shape(), {&x, &y}, [&](auto off) {
+        ptr<T>(y)[off[1]] = T(unary_fn<Op, C>(C(ptr<T>(x)[off[0]]), C(p0), C(p1)));
+      });
+    });
+  });
+}
+
+void binary(BinaryOp op, const Array& a, const Array& b, const Array& out) {
+  dispatch(a.dtype(), [&]<class T>() {
+    using C = compute_t<T>;
+    dispatch_binary(op, [&]<BinaryOp Op>() {
+      dispatch(out.dtype(), [&]<class O>() {
+        for_each_index<3>(out.shape(), {&a, &b, &out}, [&](auto off) {
+          ptr<O>(out)[off[2]] = convert<O>(binary_fn<Op, C>(C(ptr<T>(a)[off[0]]), C(ptr<T>(b)[off[1]])));
+        });
+      });
+    });
+  });
+}
+
+void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
+  // out has x's shape with reduced axes 1: broadcasting out's strides maps each x index to its slot.
+  const Array o = out.broadcast_to(x.shape());
+  const Shape ostrides = o.strides();
+  std::vector<char> red(x.shape().size(), 0);
+  for (int64_t a : axes) red[static_cast<std::size_t>(a)] = 1;
+  dispatch(x.dtype(), [&]<class T>() {
+    using C = compute_t<T>;
+    const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
+    const int64_t osize = out.size();
+    std::vector<double> acc(static_cast<std::size_t>(osize));
+    std::vector<int64_t> best(static_cast<std::size_t>(osize), -1), count(static_cast<std::size_t>(osize), 0);
+    const Array oc = Array::empty(out.shape(), Dtype::int64, Device::reference()).broadcast_to(x.shape());
+    for (auto& v : acc) {
+      v = op == ReduceOp::prod ? 1.0 : op == ReduceOp::max ? -INFINITY : op == ReduceOp::min ? INFINITY : 0.0;
+    }
+    for_each_index<2>(x.shape(), {&x, &oc}, [&](auto off) {
+      const auto slot = static_cast<std::size_t>(off[1]);
+      const double v = static_cast<double>(static_cast<C>(ptr<T>(x)[off[0]]));
+      const int64_t pos = count[slot]++;
+      switch (op) {
+        case ReduceOp::sum: acc[slot] += v; break;
+        case ReduceOp::prod: acc[slot] *= v; break;
+        case ReduceOp::max: acc[slot] = (std::isnan(acc[slot]) || v <= acc[slot]) ? acc[slot] : v; break;
+        case ReduceOp::min: acc[slot] = (std::isnan(acc[slot]) || v >= acc[slot]) ? acc[slot] : v; break;
+        case ReduceOp::argmax:
+        case ReduceOp::argmin: {
+          const bool better = best[slot] < 0 || (!std::isnan(acc[slot]) &&
+                                                 (std::isnan(v) || (op == ReduceOp::argmax ? v > acc[slot] : v < acc[slot])));
+          if (better) {
+            acc[slot] = v;
+            best[slot] = pos;
+          }
+          break;
+        }
+      }
+    });
+    dispatch(out.dtype(), [&]<class O>() {
+      // Slot s is the s-th element of out in row-major order.
+      std::vector<int64_t> idx(out.shape().size(), 0);
+      for (int64_t s = 0; s < osize; ++s) {
+        int64_t off = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d) off += idx[d] * out.strides()[d];
+        ptr<O>(out)[off] = arg ? convert<O>(best[static_cast<std::size_t>(s)])
+                               : convert<O>(acc[static_cast<std::size_t>(s)]);
+        for (std::size_t d = idx.size(); d-- > 0;) {
+          if (++idx[d] < out.shape()[d]) break;
+          idx[d] = 0;
+        }
+      }
+    });
+  });
+  (void)ostrides;
+}
+
+void matmul(const Array& a, const Array& b, const Array& out) {
+  const std::size_t nd = out.shape().size();
+  const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape().back();
+  Shape batch_shape(std::span<const int64_t>(out.shape().data(), nd - 2));
+  const Array a2 = a, b2 = b;
+  dispatch(out.dtype(), [&]<class T>() {
+    using C = compute_t<T>;
+    using A = std::conditional_t<is_floating(dtype_of<T>()), double, int64_t>;
+    for (int64_t bi = 0; bi < batch_shape.numel(); ++bi) {
+      int64_t ao = 0, bo = 0, oo = 0, rem = bi;
+      for (std::size_t d = nd - 2; d-- > 0;) {
+        const int64_t i = rem % out.shape()[d];
+        rem /= out.shape()[d];
+        ao += i * a2.strides()[d];
+        bo += i * b2.strides()[d];
+        oo += i * out.strides()[d];
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          A acc = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            acc += static_cast<A>(C(ptr<T>(a2)[ao + i * a2.strides()[nd - 2] + p * a2.strides()[nd - 1]])) *
+                   static_cast<A>(C(ptr<T>(b2)[bo + p * b2.strides()[nd - 2] + j * b2.strides()[nd - 1]]));
+          }
+          ptr<T>(out)[oo + i * out.strides()[nd - 2] + j * out.strides()[nd - 1]] = convert<T>(acc);
+        }
+      }
+    }
+  });
+}
+
+void random(RandomDist dist, const Array& out, uint64_t seed, uint64_t offset, double p0, double p1) {
+  dispatch_floating(out.dtype(), "random", [&]<class T>() {
+    int64_t i = 0;
+    const double scale = dist == RandomDist::uniform ? p1 - p0 : p1;
+    for_each_index<1>(out.shape(), {&out}, [&](auto off) {
+      ptr<T>(out)[off[0]] = T(p0 + scale * detail::random_at(dist, offset + static_cast<uint64_t>(i++), seed));
+    });
+  });
+}
+
+}  // namespace
+}  // namespace reference
+
+std::unique_ptr<Backend> make_reference_backend() {
+  auto b = make_host_backend("reference");
+  KernelTable& k = b->kernels();
+  k.fill = reference::fill;
+  k.copy = reference::copy;
+  k.unary = reference::unary;
+  k.binary = reference::binary;
+  k.reduce = reference::reduce;
+  k.matmul = reference::matmul;
+  k.random = reference::random;
+  k.select_item = host::select_item;
+  k.scatter_item = host::scatter_item;
+  return b;
+}
+
+}  // namespace rensa::backends

@@ -1,0 +1,288 @@
+// The backward engine. Nodes are processed highest generation first (ties: latest created first),
+// so every consumer of a variable runs before its creator and the variable's gradient is complete
+// when its creator runs. A pre-pass counts, for each vertex, the edges from reachable functions;
+// when the count reaches zero the gradient is final (used for leaves' hooks and for rensa::grad).
+#include "rensa/core/backward.h"
+
+#include <algorithm>
+#include <atomic>
+#include <queue>
+
+#include "rensa/core/function_node.h"
+#include "rensa/functions/basic_math.h"
+
+namespace rensa {
+namespace {
+
+using detail::VariableImpl;
+using detail::VariableNode;
+
+std::atomic<uint64_t> g_epoch{0};
+
+struct NodeOrder {
+  bool operator()(const std::shared_ptr<FunctionNode>& a, const std::shared_ptr<FunctionNode>& b) const {
+    if (a->generation() != b->generation()) return a->generation() < b->generation();
+    return a->sequence() < b->sequence();
+  }
+};
+
+Variable add_grads(const Variable& a, const Variable& b) {
+  if (a.is_null()) return b;
+  if (b.is_null()) return a;
+  return functions::add(a, b);
+}
+
+class Engine {
+ public:
+  Engine(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs, bool retain_graph,
+         bool double_backprop, bool retain_grad)
+      : retain_graph_(retain_graph), double_backprop_(double_backprop), retain_grad_(retain_grad),
+        epoch_(g_epoch.fetch_add(1, std::memory_order_relaxed) + 1) {
+    RENSA_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError, "backward: ",
+                outputs.size(), " outputs but ", grad_outputs.size(), " gradients");
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const Variable& y = outputs[i];
+      RENSA_CHECK(!y.is_null(), ValueError, "backward: output ", i, " is null");
+      Variable gy = grad_outputs.empty() ? Variable() : grad_outputs[i];
+      if (gy.is_null()) {
+        RENSA_CHECK(y.size() == 1, ShapeError, "backward: a gradient can be created implicitly only for outputs of "
+                    "one element; output ", i, " has shape ", y.shape(), " (set its grad first)");
+        gy = Variable(Array::ones(y.shape(), y.dtype(), y.device()));
+      } else {
+        RENSA_CHECK(gy.shape() == y.shape() && gy.dtype() == y.dtype(), ShapeError, "backward: gradient ",
+                    gy.shape(), " ", gy.dtype(), " does not match output ", i, " ", y.shape(), " ", y.dtype());
+      }
+      const auto& node = y.node();
+      RENSA_CHECK(node->requires_grad || node->creator, ValueError, "backward: output ", i,
+                  " does not require grad and has no graph behind it");
+      seeds_.push_back({node, gy});
+    }
+  }
+
+  ~Engine() {
+    for (const auto& n : touched_) {
+      n->grad_acc.reset();
+      n->capture_slot = -1;
+    }
+  }
+
+  /// Marks vertices whose final gradient is returned instead of delivered to .grad().
+  void capture(const std::vector<Variable>& inputs) {
+    captured_.assign(inputs.size(), Variable());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      RENSA_CHECK(!inputs[i].is_null(), ValueError, "grad: input ", i, " is null");
+      const auto& node = inputs[i].node();
+      RENSA_CHECK(node->capture_slot < 0, ValueError, "grad: input ", i, " appears twice");
+      node->capture_slot = static_cast<int>(i);
+      capture_nodes_.push_back(node.get());
+      touch(node);
+    }
+  }
+
+  void run() {
+    count_edges();
+    for (auto& [node, gy] : seeds_) {
+      accumulate(node, gy);
+      if (node->creator) push(node->creator);
+    }
+    // A seed vertex with no other consumers is final now (a leaf or a captured input).
+    for (auto& [node, gy] : seeds_) {
+      if (node->pending == 0) finalize(node.get());
+    }
+    while (!queue_.empty()) {
+      std::shared_ptr<FunctionNode> f = queue_.top();  // owned: releasing consumers may drop it
+      queue_.pop();
+      f->in_queue = false;
+      process(f.get());
+    }
+    for (GradHook* h : finished_hooks_) h->backward_finished();
+  }
+
+  std::vector<Variable> captured() {
+    for (std::size_t i = 0; i < capture_nodes_.size(); ++i) {
+      if (captured_[i].is_null() && capture_nodes_[i]->grad_acc) captured_[i] = Variable(capture_nodes_[i]->grad_acc);
+    }
+    return captured_;
+  }
+
+ private:
+  // Vertices seen by this backward are kept alive until it ends (they are small; saved arrays are
+  // freed with their functions as backward passes).
+  void touch(const std::shared_ptr<VariableNode>& n) {
+    if (n->epoch != epoch_) {
+      n->epoch = epoch_;
+      n->pending = 0;
+      touched_.push_back(n);
+    }
+  }
+
+  // Counts, for each vertex, the edges into it from functions reachable from the outputs.
+  void count_edges() {
+    std::vector<FunctionNode*> stack;
+    for (auto& [node, gy] : seeds_) {
+      touch(node);
+      if (node->creator && node->creator->epoch != epoch_) {
+        node->creator->epoch = epoch_;
+        stack.push_back(node->creator.get());
+      }
+    }
+    while (!stack.empty()) {
+      FunctionNode* f = stack.back();
+      stack.pop_back();
+      RENSA_CHECK(!f->released(), ValueError, "backward: the graph through '", f->label(),
+                  "' was freed by an earlier backward; pass retain_graph to backpropagate twice");
+      for (const auto& in : f->inputs()) {
+        if (!in || !in->requires_grad) continue;
+        touch(in);
+        ++in->pending;
+        FunctionNode* c = in->creator.get();
+        if (c && c->epoch != epoch_) {
+          c->epoch = epoch_;
+          stack.push_back(c);
+        }
+      }
+    }
+  }
+
+  void push(const std::shared_ptr<FunctionNode>& f) {
+    if (!f->in_queue) {
+      f->in_queue = true;
+      queue_.push(f);
+    }
+  }
+
+  void accumulate(const std::shared_ptr<VariableNode>& n, Variable g) {
+    touch(n);
+    if (g.is_null()) return;
+    if (!n->grad_acc) {
+      n->grad_acc = g.impl();
+      return;
+    }
+    n->grad_acc = add_grads(Variable(std::move(n->grad_acc)), g).impl();
+  }
+
+  // The vertex's gradient is complete: deliver it (leaf), capture it, or keep it (retain_grad).
+  void finalize(VariableNode* n) {
+    if (n->capture_slot >= 0) {
+      if (n->grad_acc) captured_[static_cast<std::size_t>(n->capture_slot)] = Variable(n->grad_acc);
+      return;
+    }
+    if (!capture_nodes_.empty()) return;  // rensa::grad leaves .grad() untouched
+    auto var = n->variable.lock();
+    if (!var || !n->grad_acc) return;
+    const bool leaf = !n->creator;
+    if (!leaf && !(retain_grad_ || var->retain_grad)) return;
+    Variable g = leaf ? Variable(std::move(n->grad_acc)) : Variable(n->grad_acc);
+    if (leaf && var->grad) g = add_grads(Variable(var->grad), g);
+    if (!double_backprop_) {
+      // A leaf's gradient is updated in place by optimizers and hooks, so it must be contiguous
+      // and not shared with any other array (add's backward, for one, passes gy through).
+      const Array& a = g.array();
+      if (g.creator() || (leaf && (!a.is_contiguous() || a.storage().use_count() > 1))) g = Variable(a.copy());
+    }
+    var->grad = g.impl();
+    if (leaf) {
+      Variable v(var);
+      for (const auto& h : var->hooks) {
+        h->grad_final(v);
+        if (std::find(finished_hooks_.begin(), finished_hooks_.end(), h.get()) == finished_hooks_.end()) {
+          finished_hooks_.push_back(h.get());
+        }
+      }
+    }
+  }
+
+  void process(FunctionNode* f) {
+    const auto& outs = f->outputs();
+    std::vector<Variable> gys(outs.size());
+    bool any = false;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      auto n = outs[i].lock();
+      if (n && n->epoch == epoch_ && n->grad_acc) {
+        gys[i] = Variable(n->grad_acc);
+        if (n->capture_slot < 0 && !(retain_grad_ || var_retains(n.get()))) n->grad_acc.reset();
+        any = true;
+      }
+    }
+    const auto& ins = f->inputs();
+    std::vector<char> targets(ins.size(), 0);
+    for (std::size_t i = 0; i < ins.size(); ++i) targets[i] = ins[i] && ins[i]->requires_grad;
+
+    std::vector<Variable> gxs;
+    if (any) {
+      for (std::size_t i = 0; i < outs.size(); ++i) {
+        if (!gys[i].is_null()) continue;
+        const auto& r = f->retained_outputs();
+        auto n = outs[i].lock();
+        RENSA_CHECK(n != nullptr || i < r.size(), ValueError, "backward: output ", i, " of '", f->label(),
+                    "' is gone; cannot make a zero gradient for it");
+        gys[i] = Variable(n ? Array::zeros(n->shape, n->dtype, n->device) : Array::zeros(r[i].shape(), r[i].dtype(), r[i].device()));
+      }
+      ConfigGuard guard = double_backprop_ ? force_backprop_mode() : no_backprop_mode();
+      BackwardContext ctx(gys, targets, f->retained_outputs(), outs);
+      gxs = f->backward(ctx);
+      RENSA_CHECK(gxs.size() == ins.size(), ValueError, "backward of '", f->label(), "' returned ", gxs.size(),
+                  " gradients for ", ins.size(), " inputs");
+    }
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      if (!targets[i]) continue;
+      const std::shared_ptr<VariableNode> in = ins[i];
+      if (any && !gxs[i].is_null()) {
+        RENSA_CHECK(gxs[i].shape() == in->shape && gxs[i].dtype() == in->dtype, ShapeError, "backward of '",
+                    f->label(), "' returned a gradient of ", gxs[i].shape(), " ", gxs[i].dtype(), " for input ", i,
+                    " of ", in->shape, " ", in->dtype);
+        accumulate(in, std::move(gxs[i]));
+      }
+      if (--in->pending == 0) finalize(in.get());
+      if (in->creator) push(in->creator);
+    }
+    if (!retain_graph_) f->release();
+  }
+
+  static bool var_retains(VariableNode* n) {
+    auto v = n->variable.lock();
+    return v && v->retain_grad;
+  }
+
+  struct Seed {
+    std::shared_ptr<VariableNode> node;
+    Variable grad;
+  };
+  bool retain_graph_, double_backprop_, retain_grad_;
+  uint64_t epoch_;
+  std::vector<Seed> seeds_;
+  std::vector<std::shared_ptr<VariableNode>> touched_;
+  std::vector<VariableNode*> capture_nodes_;
+  std::vector<Variable> captured_;
+  std::vector<GradHook*> finished_hooks_;
+  std::priority_queue<std::shared_ptr<FunctionNode>, std::vector<std::shared_ptr<FunctionNode>>, NodeOrder> queue_;
+};
+
+}  // namespace
+
+void backward(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs,
+              const BackwardOptions& options) {
+  Engine engine(outputs, grad_outputs, options.retain_graph || options.enable_double_backprop,
+                options.enable_double_backprop, options.retain_grad);
+  engine.run();
+}
+
+std::vector<Variable> grad(const std::vector<Variable>& outputs, const std::vector<Variable>& inputs,
+                           const std::vector<Variable>& grad_outputs, const GradOptions& options) {
+  std::vector<Variable> result;
+  {
+    Engine engine(outputs, grad_outputs, options.retain_graph || options.enable_double_backprop,
+                  options.enable_double_backprop, false);
+    engine.capture(inputs);
+    engine.run();
+    result = engine.captured();
+  }
+  for (std::size_t i = 0; i < result.size(); ++i) {
+    if (result[i].is_null() && options.allow_unused_zeros) {
+      result[i] = Variable(Array::zeros(inputs[i].shape(), inputs[i].dtype(), inputs[i].device()));
+    }
+  }
+  return result;
+}
+
+}  // namespace rensa

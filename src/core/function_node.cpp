@@ -1,0 +1,74 @@
+#include "rensa/core/function_node.h"
+
+#include <atomic>
+
+namespace rensa {
+
+Variable BackwardContext::output(std::size_t i) const {
+  RENSA_CHECK(i < retained_.size() && !retained_[i].is_null(), ValueError,
+              "BackwardContext::output: output ", i, " was not retained by the function");
+  Variable v(retained_[i]);
+  if (auto node = outputs_[i].lock()) {
+    // Reconnect to the output's vertex so double backprop flows through the function.
+    v.impl()->node = node;
+    v.impl()->requires_grad = node->requires_grad;
+  }
+  return v;
+}
+
+void FunctionNode::release() {
+  inputs_.clear();
+  inputs_.shrink_to_fit();
+  retained_outputs_.clear();
+  release_saved();
+  released_ = true;
+}
+
+namespace detail {
+
+namespace {
+std::atomic<uint64_t> g_sequence{0};  // creation order of nodes, for deterministic tie-breaks
+}
+
+bool NodeBuilder::any_requires_grad(std::span<const Variable> inputs) {
+  for (const auto& v : inputs) {
+    if (v.is_null()) continue;
+    const auto& impl = v.impl();
+    if (impl->requires_grad || (impl->node && impl->node->creator && impl->node->requires_grad)) return true;
+  }
+  return false;
+}
+
+std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
+                                           std::vector<Array> outputs, bool retain_outputs) {
+  int64_t gen = 0;
+  node->inputs_.reserve(inputs.size());
+  for (const auto& v : inputs) {
+    if (v.is_null()) {
+      node->inputs_.push_back(nullptr);
+      continue;
+    }
+    const auto& n = v.node();
+    gen = std::max(gen, n->generation);
+    node->inputs_.push_back(n);
+  }
+  node->generation_ = gen + 1;
+  node->sequence_ = g_sequence.fetch_add(1, std::memory_order_relaxed);
+  std::vector<Variable> result;
+  result.reserve(outputs.size());
+  node->outputs_.reserve(outputs.size());
+  if (retain_outputs) node->retained_outputs_ = outputs;
+  for (auto& a : outputs) {
+    Variable out(std::move(a));
+    out.impl()->requires_grad = true;
+    const auto& n = out.node();
+    n->creator = node;
+    n->generation = node->generation_;
+    node->outputs_.push_back(n);
+    result.push_back(std::move(out));
+  }
+  return result;
+}
+
+}  // namespace detail
+}  // namespace rensa

@@ -1,0 +1,158 @@
+#include "rensa/core/variable.h"
+
+#include <algorithm>
+
+#include "rensa/core/backward.h"
+#include "rensa/core/function_node.h"
+
+namespace rensa {
+
+Variable::Variable(Array data, bool requires_grad) : impl_(std::make_shared<detail::VariableImpl>()) {
+  impl_->data = std::move(data);
+  impl_->requires_grad = requires_grad;
+}
+
+void Variable::require_impl(const char* op) const {
+  RENSA_CHECK(impl_ != nullptr, ValueError, op, ": null variable");
+}
+
+const Array& Variable::array() const {
+  require_impl("Variable::array");
+  return impl_->data;
+}
+
+void Variable::set_array(Array data) const {
+  require_impl("Variable::set_array");
+  if (impl_->node && impl_->node->creator) {
+    RENSA_CHECK(data.shape() == impl_->data.shape() && data.dtype() == impl_->data.dtype(), ShapeError,
+                "Variable::set_array: a variable with a creator keeps its shape and dtype: ", impl_->data.shape(),
+                " ", impl_->data.dtype(), " vs ", data.shape(), " ", data.dtype());
+  }
+  impl_->data = std::move(data);
+  if (impl_->node) {
+    impl_->node->shape = impl_->data.shape();
+    impl_->node->dtype = impl_->data.dtype();
+    impl_->node->device = impl_->data.device();
+  }
+}
+
+Variable Variable::grad() const {
+  require_impl("Variable::grad");
+  return Variable(impl_->grad);
+}
+
+void Variable::set_grad(const Variable& grad) const {
+  require_impl("Variable::set_grad");
+  if (!grad.is_null()) {
+    RENSA_CHECK(grad.shape() == shape(), ShapeError, "Variable::set_grad: gradient shape ", grad.shape(),
+                " does not match data shape ", shape());
+    RENSA_CHECK(grad.dtype() == dtype(), DtypeError, "Variable::set_grad: gradient dtype ", grad.dtype(),
+                " does not match data dtype ", dtype());
+  }
+  impl_->grad = grad.impl_;
+}
+
+bool Variable::requires_grad() const {
+  require_impl("Variable::requires_grad");
+  return impl_->requires_grad;
+}
+
+void Variable::set_requires_grad(bool value) const {
+  require_impl("Variable::set_requires_grad");
+  RENSA_CHECK(!value || is_floating(dtype()), DtypeError,
+              "Variable::set_requires_grad: only floating variables can require grad, got ", dtype());
+  RENSA_CHECK(!(impl_->node && impl_->node->creator), ValueError,
+              "Variable::set_requires_grad: only leaf variables can change requires_grad");
+  impl_->requires_grad = value;
+  if (impl_->node) impl_->node->requires_grad = value;
+}
+
+const std::string& Variable::name() const {
+  require_impl("Variable::name");
+  return impl_->name;
+}
+void Variable::set_name(std::string name) const {
+  require_impl("Variable::set_name");
+  impl_->name = std::move(name);
+}
+
+std::shared_ptr<FunctionNode> Variable::creator() const {
+  require_impl("Variable::creator");
+  return impl_->node ? impl_->node->creator : nullptr;
+}
+
+int64_t Variable::generation() const {
+  require_impl("Variable::generation");
+  return impl_->node ? impl_->node->generation : 0;
+}
+
+void Variable::retain_grad() const {
+  require_impl("Variable::retain_grad");
+  impl_->retain_grad = true;
+}
+
+const std::shared_ptr<detail::VariableNode>& Variable::node() const {
+  require_impl("Variable::node");
+  if (!impl_->node) {
+    auto n = std::make_shared<detail::VariableNode>();
+    n->variable = impl_;
+    n->requires_grad = impl_->requires_grad;
+    n->shape = impl_->data.shape();
+    n->dtype = impl_->data.dtype();
+    n->device = impl_->data.device();
+    impl_->node = std::move(n);
+  }
+  return impl_->node;
+}
+
+void Variable::backward(const BackwardOptions& options) const {
+  require_impl("Variable::backward");
+  rensa::backward({*this}, {grad()}, options);
+}
+
+void Variable::unchain() const {
+  require_impl("Variable::unchain");
+  if (impl_->node) {
+    impl_->node->creator.reset();
+    impl_->node->generation = 0;
+  }
+}
+
+void Variable::unchain_backward() const {
+  require_impl("Variable::unchain_backward");
+  if (!impl_->node || !impl_->node->creator) return;
+  // Every vertex behind this one becomes a leaf, so backward from later outputs stops here.
+  std::vector<std::shared_ptr<FunctionNode>> stack{std::move(impl_->node->creator)};
+  impl_->node->generation = 0;
+  while (!stack.empty()) {
+    auto f = std::move(stack.back());
+    stack.pop_back();
+    for (const auto& in : f->inputs()) {
+      if (in && in->creator) {
+        stack.push_back(std::move(in->creator));
+        in->generation = 0;
+      }
+    }
+    f->release();
+  }
+}
+
+void Variable::add_grad_hook(std::shared_ptr<GradHook> hook) const {
+  require_impl("Variable::add_grad_hook");
+  RENSA_CHECK(hook != nullptr, ValueError, "Variable::add_grad_hook: null hook");
+  impl_->hooks.push_back(std::move(hook));
+}
+
+void Variable::remove_grad_hook(const GradHook* hook) const {
+  require_impl("Variable::remove_grad_hook");
+  std::erase_if(impl_->hooks, [&](const auto& h) { return h.get() == hook; });
+}
+
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+  if (v.is_null()) return os << "variable(null)";
+  std::string s = v.array().to_string();
+  // "array(...)" -> "variable(...)"
+  return os << "variable" << s.substr(5);
+}
+
+}  // namespace rensa

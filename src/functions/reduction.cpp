@@ -1,0 +1,124 @@
+// Reductions over axes.
+#include "rensa/functions/reduction.h"
+
+#include <cmath>
+
+#include "rensa/functions/array_ops.h"
+#include "rensa/functions/basic_math.h"
+#include "src/functions/common.h"
+
+namespace rensa::functions {
+namespace {
+
+using Grads = std::vector<Variable>;
+
+// The shape of x with `axes` (sorted) set to 1: where a reduced result broadcasts back.
+Shape kept_shape(const Shape& shape, const Shape& axes) {
+  Shape s = shape;
+  for (int64_t a : axes) s[static_cast<std::size_t>(a)] = 1;
+  return s;
+}
+
+// Broadcasts a (possibly squeezed) reduction gradient back to the input's shape.
+Variable expand_back(const Variable& g, const Shape& in_shape, const Shape& axes) {
+  return broadcast_to(reshape(g, kept_shape(in_shape, axes)), in_shape);
+}
+
+Variable extreme(const char* op, ReduceOp kop, const Variable& x, const Shape& axes_in, bool keepdims) {
+  RENSA_CHECK(!x.is_null(), ValueError, op, ": x is null");
+  const Shape axes = detail::normalize_axes(op, axes_in, x.ndim());
+  for (int64_t a : axes) {
+    RENSA_CHECK(x.shape()[static_cast<std::size_t>(a)] > 0, ValueError, op, ": zero-size axis ", a, " of shape ",
+                x.shape(), " has no ", op);
+  }
+  Array y = detail::reduce(op, kop, x.array(), axes, keepdims, x.dtype());
+  return record1(
+      op, {x}, std::move(y),
+      [x, axes, op](const BackwardContext& ctx) {
+        const Shape ks = kept_shape(x.shape(), axes);
+        Array yk = ctx.output().array().reshape(ks);
+        Array hit = detail::binary(op, BinaryOp::eq, x.array(), yk);  // 1 where x attains the extreme
+        return Grads{mul(expand_back(ctx.grad_output(), x.shape(), axes), Variable(hit))};
+      },
+      true);
+}
+
+Variable arg_extreme(const char* op, ReduceOp kop, const Variable& x, std::optional<int64_t> axis, bool keepdims) {
+  RENSA_CHECK(!x.is_null(), ValueError, op, ": x is null");
+  Array a = x.array();
+  Shape axes;
+  if (axis) {
+    axes.push_back(normalize_axis(*axis, x.ndim(), op));
+  } else {
+    a = a.reshape(Shape{a.size()});
+    axes.push_back(0);
+  }
+  RENSA_CHECK(a.shape()[static_cast<std::size_t>(axes[0])] > 0, ValueError, op,
+              ": attempt to get the index of an empty sequence, shape ", x.shape());
+  Array r = detail::reduce(op, kop, a, axes, true, Dtype::int64);
+  if (!keepdims) r = r.squeeze(axes);
+  else if (!axis) r = r.reshape(Shape(static_cast<std::size_t>(x.ndim()), 1));
+  return Variable(r);
+}
+
+}  // namespace
+
+Variable sum(const Variable& x, const Shape& axes_in, bool keepdims) {
+  RENSA_CHECK(!x.is_null(), ValueError, "sum: x is null");
+  const Shape axes = detail::normalize_axes("sum", axes_in, x.ndim());
+  const Dtype out = x.dtype() == Dtype::bool_ || x.dtype() == Dtype::uint8 || x.dtype() == Dtype::int32
+                        ? Dtype::int64
+                        : x.dtype();
+  Array y = detail::reduce("sum", ReduceOp::sum, x.array(), axes, keepdims, out);
+  return record1("sum", {x}, std::move(y), [shape = x.shape(), axes](const BackwardContext& ctx) {
+    return Grads{expand_back(ctx.grad_output(), shape, axes)};
+  });
+}
+
+Variable mean(const Variable& x, const Shape& axes_in, bool keepdims) {
+  detail::check_floating("mean", x);
+  const Shape axes = detail::normalize_axes("mean", axes_in, x.ndim());
+  int64_t n = 1;
+  for (int64_t a : axes) n *= x.shape()[static_cast<std::size_t>(a)];
+  // The mean of nothing is NaN, as NumPy.
+  return mul(sum(x, axes, keepdims), n == 0 ? NAN : 1.0 / static_cast<double>(n));
+}
+
+Variable max(const Variable& x, const Shape& axes, bool keepdims) {
+  return extreme("max", ReduceOp::max, x, axes, keepdims);
+}
+Variable min(const Variable& x, const Shape& axes, bool keepdims) {
+  return extreme("min", ReduceOp::min, x, axes, keepdims);
+}
+Variable argmax(const Variable& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_extreme("argmax", ReduceOp::argmax, x, axis, keepdims);
+}
+Variable argmin(const Variable& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_extreme("argmin", ReduceOp::argmin, x, axis, keepdims);
+}
+
+Variable logsumexp(const Variable& x, const Shape& axes_in, bool keepdims) {
+  detail::check_floating("logsumexp", x);
+  const Shape axes = detail::normalize_axes("logsumexp", axes_in, x.ndim());
+  for (int64_t a : axes) {
+    RENSA_CHECK(x.shape()[static_cast<std::size_t>(a)] > 0, ValueError, "logsumexp: zero-size axis ", a,
+                " of shape ", x.shape());
+  }
+  // The shift m is a constant (its gradient contributions cancel), so it is not recorded.
+  Array m = detail::reduce("logsumexp", ReduceOp::max, x.array(), axes, true, x.dtype());
+  m = detail::unary("logsumexp", UnaryOp::finite_or_zero, m);
+  Variable mv(m);
+  Variable y = add(log(sum(exp(sub(x, mv)), axes, true)), mv);
+  return keepdims ? y : squeeze(y, axes);
+}
+
+Variable sum_to(const Variable& x, const Shape& shape) {
+  RENSA_CHECK(!x.is_null(), ValueError, "sum_to: x is null");
+  broadcast_shapes(shape, x.shape(), "sum_to");
+  Array y = detail::sum_to(x.array(), shape);
+  return record1("sum_to", {x}, std::move(y), [in = x.shape()](const BackwardContext& ctx) {
+    return Grads{broadcast_to(ctx.grad_output(), in)};
+  });
+}
+
+}  // namespace rensa::functions

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "rensa/rensa.h"
+
+using namespace rensa;
+namespace F = rensa::functions;
+
+TEST(Autograd, FanOutAccumulates) {
+  Variable x(Array::from_vector<double>({1.0, 2.0}), true);
+  Variable y = F::sum(x * x + x);
+  y.backward();
+  EXPECT_EQ(x.grad().array().to_vector<double>(), (std::vector<double>{3.0, 5.0}));
+  // A second backward on a new graph accumulates into .grad.
+  F::sum(x).backward();
+  EXPECT_EQ(x.grad().array().to_vector<double>(), (std::vector<double>{4.0, 6.0}));
+  x.cleargrad();
+  EXPECT_TRUE(x.grad().is_null());
+}
+
+TEST(Autograd, LeafGradIsNotAliased) {
+  Variable a(Array::ones({3}, Dtype::float64), true), b(Array::ones({3}, Dtype::float64), true);
+  F::sum(a + b).backward();
+  EXPECT_FALSE(a.grad().array().shares_storage(b.grad().array()));
+  EXPECT_TRUE(a.grad().array().is_contiguous());
+}
+
+TEST(Autograd, NoBackpropModeRecordsNothing) {
+  Variable x(Array::ones({2}), true);
+  {
+    auto guard = no_backprop_mode();
+    Variable y = x * x;
+    EXPECT_EQ(y.creator(), nullptr);
+  }
+  EXPECT_NE((x * x).creator(), nullptr);
+  auto g = using_config("train", false);
+  EXPECT_FALSE(config().train);
+  EXPECT_THROW(using_config("nonsense", true), ValueError);
+}
+
+TEST(Autograd, RetainGradAndFreedGraph) {
+  Variable x(Array::from_vector<double>({1.0, 2.0}), true);
+  Variable h = x * 3.0;
+  h.retain_grad();
+  Variable y = F::sum(h * h);
+  y.backward();
+  EXPECT_EQ(h.grad().array().to_vector<double>(), (std::vector<double>{6.0, 12.0}));
+  EXPECT_THROW(y.backward(), ValueError);  // graph freed
+}
+
+TEST(Autograd, DoubleBackprop) {
+  Variable x(Array::from_vector<double>({1.0, 2.0}), true);
+  Variable y = F::sum(x * x * x);
+  auto g = rensa::grad({y}, {x}, {}, {.enable_double_backprop = true});
+  EXPECT_EQ(g[0].array().to_vector<double>(), (std::vector<double>{3.0, 12.0}));
+  EXPECT_TRUE(x.grad().is_null());
+  F::sum(g[0]).backward();
+  EXPECT_EQ(x.grad().array().to_vector<double>(), (std::vector<double>{6.0, 12.0}));
+}
+
+TEST(Autograd, UnchainBackwardCutsTheGraph) {
+  Variable x(Array::ones({2}), true);
+  Variable h = x * 2.0;
+  Variable y = F::sum(h * h);
+  h.unchain_backward();
+  y.backward();
+  EXPECT_TRUE(x.grad().is_null());
+}
+
+TEST(Autograd, ImplicitGradNeedsOneElement) {
+  Variable x(Array::ones({2}), true);
+  Variable y = x * 2.0;
+  EXPECT_THROW(y.backward(), ShapeError);
+}
+
+namespace {
+struct CountingHook : GradHook {
+  int finals = 0, finished = 0;
+  void grad_final(const Variable&) override { ++finals; }
+  void backward_finished() override { ++finished; }
+};
+}  // namespace
+
+TEST(Autograd, GradFinalHooks) {
+  Variable w(Array::ones({2}), true), v(Array::ones({2}), true);
+  auto hook = std::make_shared<CountingHook>();
+  w.add_grad_hook(hook);
+  v.add_grad_hook(hook);
+  F::sum(w * v + w).backward();
+  EXPECT_EQ(hook->finals, 2);
+  EXPECT_EQ(hook->finished, 1);
+}

@@ -1,0 +1,63 @@
+#pragma once
+// Helpers shared by the unit tests.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rensa/rensa.h"
+#include "rensa/testing/gradient_check.h"
+
+namespace rensa::test {
+
+/// Random normal array (seeded) of a floating dtype on `device`.
+inline Array randn(const Shape& shape, Dtype dtype = Dtype::float64, uint64_t seed = 1,
+                   Device device = Device::cpu()) {
+  Generator g(seed);
+  return random::normal(shape, 0.0, 1.0, dtype, device, &g);
+}
+
+/// Random uniform array in [lo, hi).
+inline Array randu(const Shape& shape, double lo, double hi, Dtype dtype = Dtype::float64, uint64_t seed = 1,
+                   Device device = Device::cpu()) {
+  Generator g(seed);
+  return random::uniform(shape, lo, hi, dtype, device, &g);
+}
+
+/// Runs `f` on the cpu and on the reference backend with the same inputs and expects equal outputs
+/// within the tolerances.
+inline void expect_cpu_matches_reference(
+    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
+    double rtol = 1e-5, double atol = 1e-6) {
+  std::vector<Variable> on_cpu, on_ref;
+  for (const auto& a : inputs) {
+    on_cpu.emplace_back(a.is_null() ? a : a.to(Device::cpu()));
+    on_ref.emplace_back(a.is_null() ? a : a.to(Device::reference()));
+  }
+  auto yc = f(on_cpu);
+  auto yr = f(on_ref);
+  ASSERT_EQ(yc.size(), yr.size());
+  for (std::size_t i = 0; i < yc.size(); ++i) {
+    ASSERT_EQ(yc[i].shape(), yr[i].shape()) << "output " << i;
+    ASSERT_EQ(yc[i].dtype(), yr[i].dtype()) << "output " << i;
+    EXPECT_TRUE(allclose(yc[i].array(), yr[i].array().to(Device::cpu()), rtol, atol, true))
+        << "output " << i << "\ncpu: " << yc[i].array() << "\nreference: " << yr[i].array();
+  }
+}
+
+/// Expects `fn` to throw E with a message containing every one of `parts`.
+template <class E, class Fn>
+void expect_error(Fn&& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an exception";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+  }
+}
+
+}  // namespace rensa::test
