@@ -13,6 +13,9 @@ find_path(RENSA_OPENBLAS_INCLUDE_DIR cblas.h REQUIRED)
 if(NOT RENSA_OPENBLAS_LIBRARY MATCHES "openmp")
   message(WARNING "rensa: OpenBLAS at ${RENSA_OPENBLAS_LIBRARY} may not be the OpenMP build (libopenblas-openmp-dev)")
 endif()
+# Installed libraries keep a run path to that directory (it is not a default linker path), so
+# they load the OpenMP build whichever build the system's alternatives select.
+set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
 add_library(rensa_openblas INTERFACE)
 target_link_libraries(rensa_openblas INTERFACE ${RENSA_OPENBLAS_LIBRARY})
 target_include_directories(rensa_openblas SYSTEM INTERFACE ${RENSA_OPENBLAS_INCLUDE_DIR})

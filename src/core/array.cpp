@@ -5,14 +5,18 @@
 #include <cstring>
 
 #include "rensa/core/backend.h"
+#include "rensa/core/pool_allocator.h"
 
 namespace rensa {
 
 namespace detail {
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = get_backend(device).allocate(nbytes);
+  data_ = device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_)
+                                                      : get_backend(device).allocate(nbytes);
 }
-Storage::~Storage() { get_backend(device_).deallocate(data_, nbytes_); }
+Storage::~Storage() {
+  if (data_ != inline_) get_backend(device_).deallocate(data_, nbytes_);
+}
 }  // namespace detail
 
 Array::Array(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, int64_t offset, Dtype dtype)
@@ -23,8 +27,9 @@ Array Array::empty(const Shape& shape, Dtype dtype, Device device) {
   for (int64_t d : shape) {
     RENSA_CHECK(d >= 0, ShapeError, "Array::empty: negative extent in shape ", shape);
   }
-  auto storage = std::make_shared<detail::Storage>(static_cast<std::size_t>(shape.numel()) * rensa::itemsize(dtype),
-                                                   device);
+  auto storage = std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>(),
+                                                       static_cast<std::size_t>(shape.numel()) * rensa::itemsize(dtype),
+                                                       device);
   return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -68,6 +73,7 @@ Array Array::linspace(double start, double stop, int64_t num, bool endpoint, Dty
 Device Array::device() const { return storage_ ? storage_->device() : Device::cpu(); }
 
 bool Array::is_contiguous() const {
+  if (shape_.numel() == 0) return true;  // no elements: any strides will do (whichever axis is 0)
   int64_t expected = 1;
   for (std::size_t i = shape_.size(); i-- > 0;) {
     if (shape_[i] == 0) return true;

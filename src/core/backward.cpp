@@ -18,6 +18,7 @@ using detail::VariableImpl;
 using detail::VariableNode;
 
 std::atomic<uint64_t> g_epoch{0};
+constexpr std::size_t kSmall = 4;
 
 struct NodeOrder {
   bool operator()(const std::shared_ptr<FunctionNode>& a, const std::shared_ptr<FunctionNode>& b) const {
@@ -194,7 +195,14 @@ class Engine {
 
   void process(FunctionNode* f) {
     const auto& outs = f->outputs();
-    std::vector<Variable> gys(outs.size());
+    // Most functions have one output and at most a few inputs: avoid heap buffers for them.
+    Variable gy_buf[kSmall];
+    std::vector<Variable> gy_heap;
+    std::span<Variable> gys(gy_buf, outs.size() <= kSmall ? outs.size() : 0);
+    if (outs.size() > kSmall) {
+      gy_heap.resize(outs.size());
+      gys = gy_heap;
+    }
     bool any = false;
     for (std::size_t i = 0; i < outs.size(); ++i) {
       auto n = outs[i].lock();
@@ -205,7 +213,13 @@ class Engine {
       }
     }
     const auto& ins = f->inputs();
-    std::vector<char> targets(ins.size(), 0);
+    char target_buf[kSmall] = {};
+    std::vector<char> target_heap;
+    std::span<char> targets(target_buf, ins.size() <= kSmall ? ins.size() : 0);
+    if (ins.size() > kSmall) {
+      target_heap.assign(ins.size(), 0);
+      targets = target_heap;
+    }
     for (std::size_t i = 0; i < ins.size(); ++i) targets[i] = ins[i] && ins[i]->requires_grad;
 
     std::vector<Variable> gxs;

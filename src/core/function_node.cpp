@@ -39,35 +39,49 @@ bool NodeBuilder::any_requires_grad(std::span<const Variable> inputs) {
   return false;
 }
 
-std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
-                                           std::vector<Array> outputs, bool retain_outputs) {
+void NodeBuilder::link_inputs(FunctionNode& node, std::span<const Variable> inputs) {
   int64_t gen = 0;
-  node->inputs_.reserve(inputs.size());
+  node.inputs_.reserve(inputs.size());
   for (const auto& v : inputs) {
     if (v.is_null()) {
-      node->inputs_.push_back(nullptr);
+      node.inputs_.push_back(nullptr);
       continue;
     }
     const auto& n = v.node();
     gen = std::max(gen, n->generation);
-    node->inputs_.push_back(n);
+    node.inputs_.push_back(n);
   }
-  node->generation_ = gen + 1;
-  node->sequence_ = g_sequence.fetch_add(1, std::memory_order_relaxed);
+  node.generation_ = gen + 1;
+  node.sequence_ = g_sequence.fetch_add(1, std::memory_order_relaxed);
+}
+
+Variable NodeBuilder::link_output(const std::shared_ptr<FunctionNode>& node, Array output) {
+  Variable out(std::move(output));
+  out.impl()->requires_grad = true;
+  const auto& n = out.node();
+  n->creator = node;
+  n->generation = node->generation_;
+  node->outputs_.push_back(n);
+  return out;
+}
+
+std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
+                                           std::vector<Array> outputs, bool retain_outputs) {
+  link_inputs(*node, inputs);
+  if (retain_outputs) node->retained_outputs_ = outputs;
   std::vector<Variable> result;
   result.reserve(outputs.size());
   node->outputs_.reserve(outputs.size());
-  if (retain_outputs) node->retained_outputs_ = outputs;
-  for (auto& a : outputs) {
-    Variable out(std::move(a));
-    out.impl()->requires_grad = true;
-    const auto& n = out.node();
-    n->creator = node;
-    n->generation = node->generation_;
-    node->outputs_.push_back(n);
-    result.push_back(std::move(out));
-  }
+  for (auto& a : outputs) result.push_back(link_output(node, std::move(a)));
   return result;
+}
+
+Variable NodeBuilder::connect1(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs, Array output,
+                               bool retain_output) {
+  link_inputs(*node, inputs);
+  if (retain_output) node->retained_outputs_.assign(1, output);
+  node->outputs_.reserve(1);
+  return link_output(node, std::move(output));
 }
 
 }  // namespace detail

@@ -4,10 +4,12 @@
 
 #include "rensa/core/backward.h"
 #include "rensa/core/function_node.h"
+#include "rensa/core/pool_allocator.h"
 
 namespace rensa {
 
-Variable::Variable(Array data, bool requires_grad) : impl_(std::make_shared<detail::VariableImpl>()) {
+Variable::Variable(Array data, bool requires_grad)
+    : impl_(std::allocate_shared<detail::VariableImpl>(detail::PoolAllocator<detail::VariableImpl>())) {
   impl_->data = std::move(data);
   impl_->requires_grad = requires_grad;
 }
@@ -16,10 +18,7 @@ void Variable::require_impl(const char* op) const {
   RENSA_CHECK(impl_ != nullptr, ValueError, op, ": null variable");
 }
 
-const Array& Variable::array() const {
-  require_impl("Variable::array");
-  return impl_->data;
-}
+void Variable::throw_null(const char* op) { RENSA_THROW(ValueError, op, ": null variable"); }
 
 void Variable::set_array(Array data) const {
   require_impl("Variable::set_array");
@@ -94,7 +93,7 @@ void Variable::retain_grad() const {
 const std::shared_ptr<detail::VariableNode>& Variable::node() const {
   require_impl("Variable::node");
   if (!impl_->node) {
-    auto n = std::make_shared<detail::VariableNode>();
+    auto n = std::allocate_shared<detail::VariableNode>(detail::PoolAllocator<detail::VariableNode>());
     n->variable = impl_;
     n->requires_grad = impl_->requires_grad;
     n->shape = impl_->data.shape();

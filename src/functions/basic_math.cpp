@@ -86,6 +86,8 @@ Variable pow(const Variable& x, double exponent) {
   detail::check_floating("pow", x);
   Array y = detail::unary("pow", UnaryOp::pow_scalar, x.array(), exponent);
   return record1("pow", {x}, std::move(y), [x, exponent](const BackwardContext& ctx) {
+    // x ** 0 is constant: its gradient is 0 also at x = 0, where x ** -1 * 0 would be NaN.
+    if (exponent == 0.0) return Grads{mul(ctx.grad_output(), 0.0)};
     return Grads{mul(ctx.grad_output(), mul(pow(x, exponent - 1.0), exponent))};
   });
 }
@@ -199,6 +201,10 @@ Variable operator-(const Variable& a, double b) { return F::add(a, -b); }
 Variable operator-(double a, const Variable& b) { return F::rsub(b, a); }
 Variable operator*(const Variable& a, double b) { return F::mul(a, b); }
 Variable operator*(double a, const Variable& b) { return F::mul(b, a); }
-Variable operator/(const Variable& a, double b) { return F::mul(a, 1.0 / b); }
+Variable operator/(const Variable& a, double b) {
+  // A true division: x * (1 / b) rounds differently, and 1 / b is 0 in an integer dtype.
+  RENSA_CHECK(!a.is_null(), ValueError, "div: x is null");
+  return F::div(a, Variable(functions::detail::scalar_like(b, a.array())));
+}
 Variable operator/(double a, const Variable& b) { return F::rdiv(b, a); }
 }  // namespace rensa

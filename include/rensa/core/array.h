@@ -20,9 +20,12 @@ namespace rensa {
 class Generator;
 
 namespace detail {
-/// A block of device memory, freed through its backend when the last Array using it goes.
+/// A block of device memory, freed through its backend when the last Array using it goes. Host
+/// arrays of at most kInlineBytes live inside the Storage object itself (one allocation, not two:
+/// small arrays dominate the cost of small function calls).
 class Storage {
  public:
+  static constexpr std::size_t kInlineBytes = 64;
   Storage(std::size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -35,6 +38,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
   Device device_;
+  alignas(16) unsigned char inline_[kInlineBytes];
 };
 }  // namespace detail
 

@@ -57,6 +57,9 @@ struct KernelTable {
   void (*select_item)(const Array& x, const Array& t, const Array& y) = nullptr;
   /// gx (N, C) = 0 except gx[i, t[i]] = gy[i].
   void (*scatter_item)(const Array& gy, const Array& t, const Array& gx) = nullptr;
+  /// out = cond ? a : b elementwise; cond bool, a, b and out of one dtype, all of out's shape
+  /// (inputs may have stride-0 axes).
+  void (*where)(const Array& cond, const Array& a, const Array& b, const Array& out) = nullptr;
 };
 
 /// A backend: memory allocation and the kernel table for one device type.
@@ -65,7 +68,8 @@ class Backend {
   virtual ~Backend() = default;
   /// "cpu", "reference", ...
   virtual std::string_view name() const = 0;
-  /// Allocates `nbytes` (at least 64-byte aligned; a valid pointer even for 0 bytes).
+  /// Allocates `nbytes` (at least 16-byte aligned, 64-byte aligned from 16 KiB; a valid pointer
+  /// even for 0 bytes).
   virtual void* allocate(std::size_t nbytes) = 0;
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
   /// Copies raw bytes within this backend's memory or between it and host memory.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rensa/core/config.h"
+#include "rensa/core/pool_allocator.h"
 #include "rensa/core/variable.h"
 
 namespace rensa {
@@ -100,6 +101,13 @@ struct NodeBuilder {
   static bool any_requires_grad(std::span<const Variable> inputs);
   static std::vector<Variable> connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
                                        std::vector<Array> outputs, bool retain_outputs);
+  /// connect() for one output, without the vectors (the common case, on the hot path).
+  static Variable connect1(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs, Array output,
+                           bool retain_output);
+
+ private:
+  static void link_inputs(FunctionNode& node, std::span<const Variable> inputs);
+  static Variable link_output(const std::shared_ptr<FunctionNode>& node, Array output);
 };
 
 }  // namespace detail
@@ -118,7 +126,8 @@ std::vector<Variable> record(const char* label, std::initializer_list<Variable> 
     for (auto& a : outputs) out.emplace_back(std::move(a));
     return out;
   }
-  auto node = std::make_shared<detail::LambdaNode<std::decay_t<F>>>(label, std::forward<F>(backward));
+  using Node = detail::LambdaNode<std::decay_t<F>>;
+  auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
   return detail::NodeBuilder::connect(std::move(node), in, std::move(outputs), retain_outputs);
 }
 
@@ -128,10 +137,9 @@ Variable record1(const char* label, std::initializer_list<Variable> inputs, Arra
                  bool retain_output = false) {
   std::span<const Variable> in(inputs.begin(), inputs.size());
   if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) return Variable(std::move(output));
-  auto node = std::make_shared<detail::LambdaNode<std::decay_t<F>>>(label, std::forward<F>(backward));
-  std::vector<Array> outs;
-  outs.push_back(std::move(output));
-  return std::move(detail::NodeBuilder::connect(std::move(node), in, std::move(outs), retain_output)[0]);
+  using Node = detail::LambdaNode<std::decay_t<F>>;
+  auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
+  return detail::NodeBuilder::connect1(std::move(node), in, std::move(output), retain_output);
 }
 
 }  // namespace rensa

@@ -81,7 +81,10 @@ class Variable {
   explicit operator bool() const { return impl_ != nullptr; }
 
   /// The data (aliased, not copied).
-  const Array& array() const;
+  const Array& array() const {
+    if (impl_ == nullptr) [[unlikely]] throw_null("Variable::array");
+    return impl_->data;
+  }
   /// Replaces the data; the shape may change only on a variable without creator.
   void set_array(Array data) const;
   const Shape& shape() const { return array().shape(); }
@@ -132,6 +135,7 @@ class Variable {
 
  private:
   void require_impl(const char* op) const;
+  [[noreturn]] static void throw_null(const char* op);
   std::shared_ptr<detail::VariableImpl> impl_;
 };
 

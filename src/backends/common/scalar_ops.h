@@ -2,8 +2,10 @@
 // The scalar definition of every elementwise op, shared by all host backends so the formulas live
 // in one place. Kernels pick the op outside their loops (dispatch_unary/dispatch_binary) so the
 // inner loops are branch-free.
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "rensa/core/backend.h"
 
@@ -37,13 +39,31 @@ inline C unary_fn(C x, C p0, C p1) {
   else static_assert(sizeof(C) == 0, "unhandled unary op");
 }
 
+/// Integer division rounding toward negative infinity (Python's //). Division by zero gives 0 and
+/// MIN // -1 wraps to MIN, as NumPy, instead of trapping.
+template <class C>
+inline C floor_div(C a, C b) {
+  if (b == C(0)) return C(0);
+  if constexpr (std::is_signed_v<C>) {
+    if (b == C(-1)) return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
+    C q = static_cast<C>(a / b);
+    if (static_cast<C>(a % b) != C(0) && ((a < C(0)) != (b < C(0)))) --q;
+    return q;
+  } else {
+    return static_cast<C>(a / b);
+  }
+}
+
 template <BinaryOp Op, class C>
 inline C binary_fn(C a, C b) {
   if constexpr (std::is_same_v<C, bool>) return binary_fn<Op, int>(a, b) != 0;
   else if constexpr (Op == BinaryOp::add) return a + b;
   else if constexpr (Op == BinaryOp::sub) return a - b;
   else if constexpr (Op == BinaryOp::mul) return a * b;
-  else if constexpr (Op == BinaryOp::div) return a / b;
+  else if constexpr (Op == BinaryOp::div) {
+    if constexpr (std::is_integral_v<C>) return floor_div(a, b);
+    else return a / b;
+  }
   else if constexpr (Op == BinaryOp::pow) return static_cast<C>(std::pow(a, b));
   else if constexpr (Op == BinaryOp::maximum) return (a >= b || a != a) ? a : b;  // NaN propagates
   else if constexpr (Op == BinaryOp::minimum) return (a <= b || a != a) ? a : b;
@@ -83,12 +103,27 @@ void dispatch_binary(BinaryOp op, F&& f) {
   }
 }
 
+/// `d` as a float rounded to odd: truncated toward zero, with the lowest bit set when inexact.
+/// Rounding that float to a 16-bit float gives the correctly rounded result of `d`; rounding `d` to
+/// the nearest float first would round twice (1 + 2^-11 + 2^-40 would become float16 1.0).
+inline float float_round_to_odd(double d) {
+  const float f = static_cast<float>(d);
+  if (!std::isfinite(f) || static_cast<double>(f) == d) return f;
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::abs(static_cast<double>(f)) > std::abs(d)) --bits;  // rounded away from zero: step back
+  return std::bit_cast<float>(bits | 1u);
+}
+
 /// Converts through the compute type so 16-bit floats round correctly.
 template <class To, class From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, bool>) return static_cast<compute_t<From>>(v) != compute_t<From>(0);
   else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    return To(static_cast<float>(static_cast<compute_t<From>>(v)));
+    if constexpr (std::is_same_v<From, double> || std::is_same_v<From, int32_t> || std::is_same_v<From, int64_t>) {
+      return To(float_round_to_odd(static_cast<double>(v)));
+    } else {
+      return To(static_cast<float>(static_cast<compute_t<From>>(v)));
+    }
   } else {
     return static_cast<To>(static_cast<compute_t<From>>(v));
   }

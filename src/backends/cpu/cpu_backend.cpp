@@ -10,11 +10,13 @@ namespace {
 
 class HostBackend : public Backend {
  public:
+  static constexpr std::size_t kAlignedFrom = 16384;
   explicit HostBackend(std::string_view name) : name_(name) {}
   std::string_view name() const override { return name_; }
   void* allocate(std::size_t nbytes) override {
+    // Aligned allocation is several times slower than malloc; it only pays off for large arrays.
     const std::size_t size = ((nbytes + 63) / 64) * 64;
-    void* p = std::aligned_alloc(64, size == 0 ? 64 : size);
+    void* p = size < kAlignedFrom ? std::malloc(size == 0 ? 64 : size) : std::aligned_alloc(64, size);
     if (p == nullptr) {
       RENSA_THROW(Error, name_, ": out of memory allocating ", nbytes, " bytes");
     }
@@ -44,6 +46,7 @@ std::unique_ptr<Backend> make_cpu_backend() {
   k.random = cpu::random;
   k.select_item = cpu::select_item;
   k.scatter_item = cpu::scatter_item;
+  k.where = cpu::where;
   return b;
 }
 

@@ -14,4 +14,5 @@ void matmul(const Array& a, const Array& b, const Array& out);
 void random(RandomDist dist, const Array& out, uint64_t seed, uint64_t offset, double p0, double p1);
 void select_item(const Array& x, const Array& t, const Array& y);
 void scatter_item(const Array& gy, const Array& t, const Array& gx);
+void where(const Array& cond, const Array& a, const Array& b, const Array& out);
 }  // namespace rensa::backends::cpu

@@ -1,6 +1,7 @@
 // The reference backend: host memory and naive loops over multi-indices, written for clarity, not
 // speed. Tests compare the cpu backend (and later ones) against it.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "src/backends/common/host_kernels.h"
@@ -80,19 +81,30 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
   const Shape ostrides = o.strides();
   std::vector<char> red(x.shape().size(), 0);
   for (int64_t a : axes) red[static_cast<std::size_t>(a)] = 1;
+  int64_t rsize = 1;
+  for (int64_t a : axes) rsize *= x.shape()[static_cast<std::size_t>(a)];
+  const bool needs_elements = op != ReduceOp::sum && op != ReduceOp::prod;
+  RENSA_CHECK(rsize > 0 || out.size() == 0 || !needs_elements, ValueError, "reduce: zero-size reduction of shape ",
+              x.shape(), " has no identity");
   dispatch(x.dtype(), [&]<class T>() {
     using C = compute_t<T>;
+    // Integers accumulate exactly in int64 (double would round above 2^53).
+    using A = std::conditional_t<is_floating(dtype_of<T>()), double, int64_t>;
     const bool arg = op == ReduceOp::argmax || op == ReduceOp::argmin;
     const int64_t osize = out.size();
-    std::vector<double> acc(static_cast<std::size_t>(osize));
+    std::vector<A> acc(static_cast<std::size_t>(osize));
     std::vector<int64_t> best(static_cast<std::size_t>(osize), -1), count(static_cast<std::size_t>(osize), 0);
     const Array oc = Array::empty(out.shape(), Dtype::int64, Device::reference()).broadcast_to(x.shape());
+    constexpr A lowest = std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity()
+                                                              : std::numeric_limits<A>::lowest();
+    constexpr A highest = std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity()
+                                                               : std::numeric_limits<A>::max();
     for (auto& v : acc) {
-      v = op == ReduceOp::prod ? 1.0 : op == ReduceOp::max ? -INFINITY : op == ReduceOp::min ? INFINITY : 0.0;
+      v = op == ReduceOp::prod ? A(1) : op == ReduceOp::max ? lowest : op == ReduceOp::min ? highest : A(0);
     }
     for_each_index<2>(x.shape(), {&x, &oc}, [&](auto off) {
       const auto slot = static_cast<std::size_t>(off[1]);
-      const double v = static_cast<double>(static_cast<C>(ptr<T>(x)[off[0]]));
+      const A v = static_cast<A>(static_cast<C>(ptr<T>(x)[off[0]]));
       const int64_t pos = count[slot]++;
       switch (op) {
         case ReduceOp::sum: acc[slot] += v; break;
@@ -170,6 +182,14 @@ void random(RandomDist dist, const Array& out, uint64_t seed, uint64_t offset, d
   });
 }
 
+void where(const Array& cond, const Array& a, const Array& b, const Array& out) {
+  dispatch(out.dtype(), [&]<class T>() {
+    for_each_index<4>(out.shape(), {&cond, &a, &b, &out}, [&](auto off) {
+      ptr<T>(out)[off[3]] = ptr<bool>(cond)[off[0]] ? ptr<T>(a)[off[1]] : ptr<T>(b)[off[2]];
+    });
+  });
+}
+
 }  // namespace
 }  // namespace reference
 
@@ -185,6 +205,7 @@ std::unique_ptr<Backend> make_reference_backend() {
   k.random = reference::random;
   k.select_item = host::select_item;
   k.scatter_item = host::scatter_item;
+  k.where = reference::where;
   return b;
 }
 
