@@ -225,12 +225,7 @@ class Engine {
     std::vector<Variable> gxs;
     if (any) {
       for (std::size_t i = 0; i < outs.size(); ++i) {
-        if (!gys[i].is_null()) continue;
-        const auto& r = f->retained_outputs();
-        auto n = outs[i].lock();
-        RENSA_CHECK(n != nullptr || i < r.size(), ValueError, "backward: output ", i, " of '", f->label(),
-                    "' is gone; cannot make a zero gradient for it");
-        gys[i] = Variable(n ? Array::zeros(n->shape, n->dtype, n->device) : Array::zeros(r[i].shape(), r[i].dtype(), r[i].device()));
+        if (gys[i].is_null()) gys[i] = Variable(f->zero_grad_output(i));
       }
       ConfigGuard guard = double_backprop_ ? force_backprop_mode() : no_backprop_mode();
       BackwardContext ctx(gys, targets, f->retained_outputs(), outs);

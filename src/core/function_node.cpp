@@ -16,6 +16,16 @@ Variable BackwardContext::output(std::size_t i) const {
   return v;
 }
 
+Array FunctionNode::zero_grad_output(std::size_t i) const {
+  if (i < output_meta_.size()) {
+    const auto& m = output_meta_[i];
+    return Array::zeros(m.shape, m.dtype, m.device);
+  }
+  auto n = i < outputs_.size() ? outputs_[i].lock() : nullptr;
+  RENSA_CHECK(n != nullptr, ValueError, "backward: output ", i, " of '", label(), "' is gone");
+  return Array::zeros(n->shape, n->dtype, n->device);
+}
+
 void FunctionNode::release() {
   inputs_.clear();
   inputs_.shrink_to_fit();
@@ -69,6 +79,10 @@ std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, s
                                            std::vector<Array> outputs, bool retain_outputs) {
   link_inputs(*node, inputs);
   if (retain_outputs) node->retained_outputs_ = outputs;
+  if (outputs.size() > 1) {
+    node->output_meta_.reserve(outputs.size());
+    for (const auto& a : outputs) node->output_meta_.push_back({a.shape(), a.dtype(), a.device()});
+  }
   std::vector<Variable> result;
   result.reserve(outputs.size());
   node->outputs_.reserve(outputs.size());

@@ -41,8 +41,15 @@ std::size_t size_class(std::size_t bytes) { return (bytes + kGranule - 1) / kGra
 
 }  // namespace
 
+// Under AddressSanitizer recycled blocks would hide use-after-free: go straight to malloc.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kPooling = false;
+#else
+constexpr bool kPooling = true;
+#endif
+
 void* pool_allocate(std::size_t bytes) {
-  if (bytes > kPoolMaxBytes || tls_cache_dead) {
+  if (!kPooling || bytes > kPoolMaxBytes || tls_cache_dead) {
     void* p = std::malloc(bytes > kPoolMaxBytes ? bytes : size_class(bytes) * kGranule);
     if (!p) throw std::bad_alloc();
     return p;
@@ -61,7 +68,7 @@ void* pool_allocate(std::size_t bytes) {
 
 void pool_deallocate(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) return;
-  if (bytes > kPoolMaxBytes || tls_cache_dead) {
+  if (!kPooling || bytes > kPoolMaxBytes || tls_cache_dead) {
     std::free(p);
     return;
   }

@@ -87,8 +87,7 @@ Variable tanh(const Variable& x) {
   detail::check_floating("tanh", x);
   return record1(
       "tanh", {x}, detail::unary("tanh", UnaryOp::tanh, x.array()),
-      [](const BackwardContext& ctx) { return Grads{mul(ctx.grad_output(), rsub(square(ctx.output()), 1.0))}; },
-      true);
+      [](const BackwardContext& ctx) { return Grads{mul(ctx.grad_output(), rsub(square(ctx.output()), 1.0))}; }, true);
 }
 
 Variable softplus(const Variable& x, double beta) {
@@ -116,7 +115,8 @@ Variable softmax(const Variable& x, int64_t axis) {
   } else {
     y = shifted("softmax", x.array(), ax);
     unary_inplace("softmax", UnaryOp::exp, y);
-    binary_inplace("softmax", BinaryOp::div, y, detail::reduce("softmax", ReduceOp::sum, y, Shape{ax}, true, y.dtype()));
+    binary_inplace("softmax", BinaryOp::div, y,
+                   detail::reduce("softmax", ReduceOp::sum, y, Shape{ax}, true, y.dtype()));
   }
   return record1(
       "softmax", {x}, std::move(y),

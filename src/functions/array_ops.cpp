@@ -48,8 +48,8 @@ void check_operands(const char* op, std::span<const Variable> xs) {
     RENSA_THROW(DtypeError, op, ": inputs have different dtypes: ", os.str());
   }
   for (const auto& x : xs) {
-    RENSA_CHECK(x.device() == xs[0].device(), DeviceError, op, ": inputs are on different devices: ",
-                xs[0].device(), " and ", x.device());
+    RENSA_CHECK(x.device() == xs[0].device(), DeviceError, op, ": inputs are on different devices: ", xs[0].device(),
+                " and ", x.device());
   }
 }
 
@@ -86,9 +86,8 @@ Array with_context(const char* op, const Shape& shape, Fn&& fn) {
 Variable get_item_grad(const Variable& gy, const Shape& shape, const std::vector<Index>& indices) {
   Array gx = Array::zeros(shape, gy.dtype(), gy.device());
   gx.index(indices).assign(gy.array());
-  return record1("get_item_grad", {gy}, std::move(gx), [indices](const BackwardContext& ctx) {
-    return Grads{get_item(ctx.grad_output(), indices)};
-  });
+  return record1("get_item_grad", {gy}, std::move(gx),
+                 [indices](const BackwardContext& ctx) { return Grads{get_item(ctx.grad_output(), indices)}; });
 }
 
 // The gradient of select_item: gx (N, C) zero except gx[i, t[i]] = gy[i]. Its own gradient is
@@ -96,9 +95,8 @@ Variable get_item_grad(const Variable& gy, const Shape& shape, const std::vector
 Variable select_item_grad(const Variable& gy, const Array& t, int64_t classes) {
   Array gx = Array::empty({gy.shape()[0], classes}, gy.dtype(), gy.device());
   RENSA_KERNEL(gy.device(), scatter_item, "select_item")(gy.array(), t, gx);
-  return record1("select_item_grad", {gy}, std::move(gx), [t](const BackwardContext& ctx) {
-    return Grads{select_item(ctx.grad_output(), t)};
-  });
+  return record1("select_item_grad", {gy}, std::move(gx),
+                 [t](const BackwardContext& ctx) { return Grads{select_item(ctx.grad_output(), t)}; });
 }
 
 // Element range [start, start + length) of piece k when splitting an axis of extent n before
@@ -123,25 +121,22 @@ std::vector<Piece> split_pieces(const std::vector<int64_t>& indices, int64_t n) 
 Variable reshape(const Variable& x, const Shape& shape) {
   RENSA_CHECK(!x.is_null(), ValueError, "reshape: x is null");
   Array y = x.array().reshape(shape);
-  return record1("reshape", {x}, std::move(y), [in = x.shape()](const BackwardContext& ctx) {
-    return Grads{reshape(ctx.grad_output(), in)};
-  });
+  return record1("reshape", {x}, std::move(y),
+                 [in = x.shape()](const BackwardContext& ctx) { return Grads{reshape(ctx.grad_output(), in)}; });
 }
 
 Variable broadcast_to(const Variable& x, const Shape& shape) {
   RENSA_CHECK(!x.is_null(), ValueError, "broadcast_to: x is null");
   Array y = x.array().broadcast_to(shape);
-  return record1("broadcast_to", {x}, std::move(y), [in = x.shape()](const BackwardContext& ctx) {
-    return Grads{sum_to(ctx.grad_output(), in)};
-  });
+  return record1("broadcast_to", {x}, std::move(y),
+                 [in = x.shape()](const BackwardContext& ctx) { return Grads{sum_to(ctx.grad_output(), in)}; });
 }
 
 Variable squeeze(const Variable& x, const Shape& axes) {
   RENSA_CHECK(!x.is_null(), ValueError, "squeeze: x is null");
   Array y = axes.empty() ? x.array().squeeze() : x.array().squeeze(axes);
-  return record1("squeeze", {x}, std::move(y), [in = x.shape()](const BackwardContext& ctx) {
-    return Grads{reshape(ctx.grad_output(), in)};
-  });
+  return record1("squeeze", {x}, std::move(y),
+                 [in = x.shape()](const BackwardContext& ctx) { return Grads{reshape(ctx.grad_output(), in)}; });
 }
 
 Variable transpose(const Variable& x, const Shape& axes) {
@@ -162,9 +157,8 @@ Variable transpose(const Variable& x, const Shape& axes) {
     inverse[static_cast<std::size_t>(perm[i])] = static_cast<int64_t>(i);
   }
   Array y = x.array().transpose(perm);
-  return record1("transpose", {x}, std::move(y), [inverse](const BackwardContext& ctx) {
-    return Grads{transpose(ctx.grad_output(), inverse)};
-  });
+  return record1("transpose", {x}, std::move(y),
+                 [inverse](const BackwardContext& ctx) { return Grads{transpose(ctx.grad_output(), inverse)}; });
 }
 
 Variable swapaxes(const Variable& x, int64_t a, int64_t b) {
@@ -172,18 +166,16 @@ Variable swapaxes(const Variable& x, int64_t a, int64_t b) {
   a = axis_of("swapaxes", a, x.ndim(), x.shape());
   b = axis_of("swapaxes", b, x.ndim(), x.shape());
   Array y = x.array().swapaxes(a, b);
-  return record1("swapaxes", {x}, std::move(y), [a, b](const BackwardContext& ctx) {
-    return Grads{swapaxes(ctx.grad_output(), a, b)};
-  });
+  return record1("swapaxes", {x}, std::move(y),
+                 [a, b](const BackwardContext& ctx) { return Grads{swapaxes(ctx.grad_output(), a, b)}; });
 }
 
 Variable expand_dims(const Variable& x, int64_t axis) {
   check_not_null("expand_dims", x);
   axis = axis_of("expand_dims", axis, x.ndim() + 1, x.shape());
   Array y = x.array().expand_dims(axis);
-  return record1("expand_dims", {x}, std::move(y), [axis](const BackwardContext& ctx) {
-    return Grads{squeeze(ctx.grad_output(), Shape{axis})};
-  });
+  return record1("expand_dims", {x}, std::move(y),
+                 [axis](const BackwardContext& ctx) { return Grads{squeeze(ctx.grad_output(), Shape{axis})}; });
 }
 
 Variable flatten(const Variable& x) {
@@ -229,8 +221,7 @@ Variable stack(const std::vector<Variable>& xs, int64_t axis) {
   check_operands("stack", xs);
   const Shape& first = xs[0].shape();
   for (const auto& x : xs) {
-    RENSA_CHECK(x.shape() == first, ShapeError, "stack: all inputs must have the same shape, got ",
-                shapes_text(xs));
+    RENSA_CHECK(x.shape() == first, ShapeError, "stack: all inputs must have the same shape, got ", shapes_text(xs));
   }
   const int64_t nd = static_cast<int64_t>(first.size()) + 1;
   RENSA_CHECK(axis >= -nd && axis < nd, IndexError, "stack: axis ", axis, " is out of bounds for ", nd,
@@ -316,16 +307,15 @@ Variable cast(const Variable& x, Dtype dtype) {
   Array y = x.array().astype(dtype);
   // Integer results (or integer sources) carry no gradient.
   if (!is_floating(dtype) || !is_floating(x.dtype())) return Variable(std::move(y));
-  return record1("cast", {x}, std::move(y), [from = x.dtype()](const BackwardContext& ctx) {
-    return Grads{cast(ctx.grad_output(), from)};
-  });
+  return record1("cast", {x}, std::move(y),
+                 [from = x.dtype()](const BackwardContext& ctx) { return Grads{cast(ctx.grad_output(), from)}; });
 }
 
 Variable where(const Array& cond, const Variable& a, const Variable& b) {
   RENSA_CHECK(!cond.is_null(), ValueError, "where: cond is null");
   detail::check_same_dtype_device("where", {&a, &b});
-  RENSA_CHECK(cond.dtype() == Dtype::bool_, DtypeError, "where: cond must be bool, got ", cond.dtype(),
-              " with shape ", cond.shape());
+  RENSA_CHECK(cond.dtype() == Dtype::bool_, DtypeError, "where: cond must be bool, got ", cond.dtype(), " with shape ",
+              cond.shape());
   RENSA_CHECK(cond.device() == a.device(), DeviceError, "where: cond is on ", cond.device(), ", a and b on ",
               a.device());
   Shape shape;
@@ -336,23 +326,22 @@ Variable where(const Array& cond, const Variable& a, const Variable& b) {
                 " do not broadcast to one shape");
   }
   Array y = Array::empty(shape, a.dtype(), a.device());
-  RENSA_KERNEL(a.device(), where, "where")(cond.broadcast_to(shape), a.array().broadcast_to(shape),
-                                           b.array().broadcast_to(shape), y);
-  return record1("where", {a, b}, std::move(y),
-                 [cond, sa = a.shape(), sb = b.shape()](const BackwardContext& ctx) {
-                   const Variable& gy = ctx.grad_output();
-                   const Variable zero(detail::scalar_like(0.0, gy.array()));
-                   Variable ga, gb;
-                   if (ctx.needs_grad(0)) {
-                     ga = where(cond, gy, zero);
-                     if (ga.shape() != sa) ga = sum_to(ga, sa);
-                   }
-                   if (ctx.needs_grad(1)) {
-                     gb = where(cond, zero, gy);
-                     if (gb.shape() != sb) gb = sum_to(gb, sb);
-                   }
-                   return Grads{ga, gb};
-                 });
+  RENSA_KERNEL(a.device(), where, "where")
+  (cond.broadcast_to(shape), a.array().broadcast_to(shape), b.array().broadcast_to(shape), y);
+  return record1("where", {a, b}, std::move(y), [cond, sa = a.shape(), sb = b.shape()](const BackwardContext& ctx) {
+    const Variable& gy = ctx.grad_output();
+    const Variable zero(detail::scalar_like(0.0, gy.array()));
+    Variable ga, gb;
+    if (ctx.needs_grad(0)) {
+      ga = where(cond, gy, zero);
+      if (ga.shape() != sa) ga = sum_to(ga, sa);
+    }
+    if (ctx.needs_grad(1)) {
+      gb = where(cond, zero, gy);
+      if (gb.shape() != sb) gb = sum_to(gb, sb);
+    }
+    return Grads{ga, gb};
+  });
 }
 
 Variable select_item(const Variable& x, const Array& t) {

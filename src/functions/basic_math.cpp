@@ -197,7 +197,11 @@ Variable operator/(const Variable& a, const Variable& b) { return F::div(a, b); 
 Variable operator-(const Variable& x) { return F::neg(x); }
 Variable operator+(const Variable& a, double b) { return F::add(a, b); }
 Variable operator+(double a, const Variable& b) { return F::add(b, a); }
-Variable operator-(const Variable& a, double b) { return F::add(a, -b); }
+Variable operator-(const Variable& a, double b) {
+  // x + (-b) is exact for floats; integers subtract, since an unsigned dtype cannot hold -b.
+  if (!a.is_null() && !is_floating(a.dtype())) return F::sub(a, Variable(functions::detail::scalar_like(b, a.array())));
+  return F::add(a, -b);
+}
 Variable operator-(double a, const Variable& b) { return F::rsub(b, a); }
 Variable operator*(const Variable& a, double b) { return F::mul(a, b); }
 Variable operator*(double a, const Variable& b) { return F::mul(b, a); }

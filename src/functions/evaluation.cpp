@@ -15,7 +15,8 @@ Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label) {
   const Shape& ys = y.shape();
   const Shape& ts = t.shape();
   bool fits = y.ndim() >= 2 && t.ndim() == y.ndim() - 1 && ts[0] == ys[0];
-  for (int64_t i = 1; fits && i < t.ndim(); ++i) fits = ts[static_cast<std::size_t>(i)] == ys[static_cast<std::size_t>(i + 1)];
+  for (int64_t i = 1; fits && i < t.ndim(); ++i)
+    fits = ts[static_cast<std::size_t>(i)] == ys[static_cast<std::size_t>(i + 1)];
   RENSA_CHECK(fits, ShapeError, op, ": y ", ys, " and t ", ts,
               " do not fit; expected y (N, C) or (N, C, d1, ...) and t (N,) or (N, d1, ...)");
   RENSA_CHECK(ys[1] > 0 || t.size() == 0, ValueError, op, ": y ", ys, " has no classes");
@@ -25,8 +26,8 @@ Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label) {
   Array pred = t.size() == 0 ? Array::zeros(ts, Dtype::int64, y.device())
                              : detail::reduce(op, ReduceOp::argmax, y.array(), Shape{1}, false, Dtype::int64);
   Array labels = t.dtype() == Dtype::int64 ? t : t.astype(Dtype::int64);
-  Array valid = detail::binary(op, BinaryOp::ne, labels, detail::scalar_like(static_cast<double>(ignore_label), labels),
-                               true);
+  Array valid =
+      detail::binary(op, BinaryOp::ne, labels, detail::scalar_like(static_cast<double>(ignore_label), labels), true);
   Array hit = detail::binary(op, BinaryOp::mul, detail::binary(op, BinaryOp::eq, pred, labels, true), valid);
 
   const Shape all = detail::normalize_axes(op, {}, t.ndim());

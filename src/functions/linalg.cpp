@@ -19,7 +19,9 @@ Array as_matrix(const Array& x, bool left, bool trans) {
 }
 
 // The shape without its last two axes.
-Shape batch_of(const Shape& s) { return Shape(std::span<const int64_t>(s.data(), s.size() - 2)); }
+Shape batch_of(const Shape& s) {
+  return Shape(std::span<const int64_t>(s.data(), s.size() - 2));
+}
 
 // Gradient of a promoted operand back to the operand: undo batch broadcasting, then promotion.
 Variable to_operand(const Variable& g, const Shape& promoted, const Shape& shape) {
@@ -27,7 +29,9 @@ Variable to_operand(const Variable& g, const Shape& promoted, const Shape& shape
   return r.shape() == shape ? r : reshape(r, shape);
 }
 
-const char* trans_note(bool trans) { return trans ? " (transposed)" : ""; }
+const char* trans_note(bool trans) {
+  return trans ? " (transposed)" : "";
+}
 
 // Streams " and b (shape)" for an optional bias, only when an error message is built.
 struct BiasNote {
@@ -105,8 +109,8 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
     detail::check_same_dtype_device("linear", {&x, &W, &b});
   }
   const BiasNote bdesc{b};
-  RENSA_CHECK(x.ndim() >= 2, ShapeError, "linear: x ", x.shape(), " must have at least 2 axes (W ", W.shape(),
-              bdesc, ")");
+  RENSA_CHECK(x.ndim() >= 2, ShapeError, "linear: x ", x.shape(), " must have at least 2 axes (W ", W.shape(), bdesc,
+              ")");
   RENSA_CHECK(W.ndim() == 2, ShapeError, "linear: W ", W.shape(), " must have 2 axes (x ", x.shape(), bdesc, ")");
   const int64_t batch = x.shape()[0];
   int64_t in = 1;

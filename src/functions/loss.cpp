@@ -1,8 +1,9 @@
 // Loss functions. softmax_cross_entropy and sigmoid_cross_entropy are fused: one recorded node
-// each, forward on Arrays, backward written with differentiable functions.
+// each, forward on Arrays, backward written with differentiable functions (softmax_cross_entropy
+// also has a plain Array path for the common case where the backward itself is not recorded).
 #include "rensa/functions/loss.h"
 
-#include <string>
+#include <string_view>
 
 #include "rensa/core/config.h"
 #include "rensa/functions/activation.h"
@@ -40,9 +41,10 @@ Array where_or_zero(const char* op, const Array& cond, const Array& a) {
 
 // sum(values) / max(sum(mask), 1) as 0-d arrays of values' dtype; also returns the divisor.
 Array masked_mean(const char* op, const Array& values, const Array& mask_f, Array& divisor) {
-  const Shape all = detail::normalize_axes(op, {}, values.ndim());
-  Array total = detail::reduce(op, ReduceOp::sum, values, all, false, values.dtype());
-  Array count = detail::reduce(op, ReduceOp::sum, mask_f, all, false, mask_f.dtype());
+  Array total =
+      detail::reduce(op, ReduceOp::sum, values, detail::normalize_axes(op, {}, values.ndim()), false, values.dtype());
+  Array count =
+      detail::reduce(op, ReduceOp::sum, mask_f, detail::normalize_axes(op, {}, mask_f.ndim()), false, mask_f.dtype());
   // With every label ignored the sum is 0 and the result 0 (not 0/0).
   divisor = detail::binary(op, BinaryOp::maximum, count, detail::scalar_like(1.0, count));
   return detail::binary(op, BinaryOp::div, total, divisor);

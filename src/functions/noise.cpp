@@ -22,8 +22,9 @@ Variable dropout(const Variable& x, double ratio, Generator* gen) {
   if (mask.dtype() != x.dtype()) mask = mask.astype(x.dtype());
 
   Array y = detail::binary(op, BinaryOp::mul, x.array(), mask);
-  return record1(op, {x}, std::move(y),
-                 [mask](const BackwardContext& ctx) { return std::vector<Variable>{mul(ctx.grad_output(), Variable(mask))}; });
+  return record1(op, {x}, std::move(y), [mask](const BackwardContext& ctx) {
+    return std::vector<Variable>{mul(ctx.grad_output(), Variable(mask))};
+  });
 }
 
 }  // namespace rensa::functions

@@ -87,11 +87,19 @@ void check_backward(const TestFunction& f, const std::vector<Array>& inputs, con
   RENSA_CHECK(gys.size() == ys.size(), ValueError, "check_backward: ", ys.size(), " outputs but ", gys.size(),
               " grad_outputs");
   std::vector<Variable> outs, seeds;
+  // Outputs that are inputs themselves (an identity, e.g. the first-order gradient of add): their
+  // grad_output is the gradient of that input, added to the analytic side below.
+  std::vector<std::pair<std::size_t, std::size_t>> passthrough;  // (input, output)
   for (std::size_t j = 0; j < ys.size(); ++j) {
     if (ys[j].is_null() || gys[j].is_null()) continue;
     RENSA_CHECK(gys[j].shape() == ys[j].shape(), ShapeError, "check_backward: grad_output ", j, " has shape ",
                 gys[j].shape(), " but output ", j, " has shape ", ys[j].shape());
-    if (!ys[j].creator()) continue;  // a constant output contributes nothing
+    if (!ys[j].creator()) {  // a constant output contributes nothing, an input passes its gradient through
+      for (std::size_t i = 0; i < vars.size(); ++i) {
+        if (ys[j].is(vars[i])) passthrough.emplace_back(i, j);
+      }
+      continue;
+    }
     outs.push_back(ys[j]);
     seeds.emplace_back(gys[j].astype(ys[j].dtype()).to(ys[j].device()));
   }
@@ -127,6 +135,9 @@ void check_backward(const TestFunction& f, const std::vector<Array>& inputs, con
     dirs[i] = Array::from_vector(v, dirs[i].shape());
     const Variable g = vars[i].grad();
     if (!g.is_null()) analytic += dot(g.array(), dirs[i]);
+  }
+  for (const auto& [i, j] : passthrough) {
+    if (!dirs[i].is_null()) analytic += dot(gys[j], dirs[i]);
   }
 
   std::vector<Array> base(xs.size());

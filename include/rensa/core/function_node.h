@@ -56,6 +56,8 @@ class FunctionNode {
   const std::vector<std::shared_ptr<detail::VariableNode>>& inputs() const { return inputs_; }
   const std::vector<std::weak_ptr<detail::VariableNode>>& outputs() const { return outputs_; }
   const std::vector<Array>& retained_outputs() const { return retained_outputs_; }
+  /// A zero gradient for output i (for outputs that received none).
+  Array zero_grad_output(std::size_t i) const;
   int64_t generation() const { return generation_; }
   uint64_t sequence() const { return sequence_; }
   /// True once backward ran through this node without retain_graph (or unchain_backward cut it).
@@ -75,6 +77,14 @@ class FunctionNode {
   std::vector<std::shared_ptr<detail::VariableNode>> inputs_;
   std::vector<std::weak_ptr<detail::VariableNode>> outputs_;
   std::vector<Array> retained_outputs_;
+  // Shape, dtype and device of each output of a multi-output function, so backward can pass zeros
+  // for outputs that got no gradient even after they are gone.
+  struct OutputMeta {
+    Shape shape;
+    Dtype dtype;
+    Device device;
+  };
+  std::vector<OutputMeta> output_meta_;
   int64_t generation_ = 0;
   uint64_t sequence_ = 0;
   bool released_ = false;

@@ -94,8 +94,10 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
   RENSA_CHECK(rsize > 0 || !(arg || op == ReduceOp::max || op == ReduceOp::min), ValueError,
               "reduce: zero-size reduction of shape ", x.shape(), " has no identity");
   Array xp = x.transpose(perm);
-  // Output as a flat contiguous-or-not view over kept elements.
+  // Output as a flat contiguous-or-not view over kept elements; when out's layout allows no such
+  // view, reshape copies, and the results are copied back into out at the end.
   Array o = out.reshape(kept_shape).reshape(Shape{ksize});
+  const bool scratch = !o.shares_storage(out);
   dispatch(x.dtype(), [&]<class T>() {
     using A = acc_t<T>;
     // Layout 2: reduced axes outermost of a contiguous array -> accumulate rows.
@@ -149,6 +151,7 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
       }
     });
   });
+  if (scratch) copy(o.reshape(out.shape()), out);
 }
 
 }  // namespace rensa::backends::cpu

@@ -97,11 +97,17 @@ TestFunction with_grads(const TestFunction& f) {
   };
 }
 
-Array arange_f64(int64_t n, const Shape& shape) { return Array::arange(n, Dtype::float64).reshape(shape); }
+Array arange_f64(int64_t n, const Shape& shape) {
+  return Array::arange(n, Dtype::float64).reshape(shape);
+}
 
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
 
-Array bool_array(const std::vector<bool>& v, const Shape& shape) { return Array::from_vector(v, shape); }
+Array bool_array(const std::vector<bool>& v, const Shape& shape) {
+  return Array::from_vector(v, shape);
+}
 
 // A pseudo-random bool pattern of `shape`.
 Array random_cond(const Shape& shape, uint64_t seed) {
@@ -215,11 +221,17 @@ TEST(Concat, Errors) {
   expect_error<ShapeError>([&] { F::concat({a, b, c}, 1); }, {"concat", "(2, 3)", "(3, 3)", "(2, 4)", "axis 1"});
   expect_error<ShapeError>([&] { F::concat({a, Variable(randn({2, 3, 1}))}, 0); }, {"concat", "(2, 3, 1)"});
   expect_error<IndexError>([&] { F::concat({a, c}, 2); }, {"concat", "axis 2", "(2, 3)", "(2, 4)"});
-  expect_error<DtypeError>([&] { F::concat({a, Variable(randn({2, 3}, Dtype::float32))}, 0); },
-                           {"concat", "float64", "float32", "(2, 3)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::concat({a, Variable(randn({2, 3}, Dtype::float32))}, 0);
+      },
+      {"concat", "float64", "float32", "(2, 3)"});
   expect_error<ValueError>([&] { F::concat({}, 0); }, {"concat", "empty"});
-  expect_error<ShapeError>([&] { F::concat({Variable(Array::scalar(1.0)), Variable(Array::scalar(2.0))}, 0); },
-                           {"concat", "zero-dimensional", "()"});
+  expect_error<ShapeError>(
+      [&] {
+        F::concat({Variable(Array::scalar(1.0)), Variable(Array::scalar(2.0))}, 0);
+      },
+      {"concat", "zero-dimensional", "()"});
 }
 
 TEST(Stack, Forward) {
@@ -235,8 +247,8 @@ TEST(Stack, Forward) {
 
 TEST(Stack, Gradients) {
   auto mid = [](const Vars& v) { return Vars{F::stack(v, 1)}; };
-  expect_gradients(mid, {randn({2, 3}, Dtype::float64, 1), randn({2, 3}, Dtype::float64, 2),
-                         randn({2, 3}, Dtype::float64, 3)});
+  expect_gradients(
+      mid, {randn({2, 3}, Dtype::float64, 1), randn({2, 3}, Dtype::float64, 2), randn({2, 3}, Dtype::float64, 3)});
   expect_gradients(mid, {randn({0, 3}, Dtype::float64, 1), randn({0, 3}, Dtype::float64, 2)});
   auto last = [](const Vars& v) { return Vars{F::stack(v, -1)}; };
   expect_gradients(last, {randn({3, 2}, Dtype::float64, 1), randn({3, 2}, Dtype::float64, 2)});
@@ -247,8 +259,11 @@ TEST(Stack, Errors) {
   Variable a(randn({2, 3})), b(randn({3, 2}));
   expect_error<ShapeError>([&] { F::stack({a, a, b}); }, {"stack", "(2, 3), (2, 3) and (3, 2)"});
   expect_error<IndexError>([&] { F::stack({a, a}, 3); }, {"stack", "axis 3", "(2, 3)"});
-  expect_error<DtypeError>([&] { F::stack({a, Variable(randn({2, 3}, Dtype::float32))}); },
-                           {"stack", "float64", "float32"});
+  expect_error<DtypeError>(
+      [&] {
+        F::stack({a, Variable(randn({2, 3}, Dtype::float32))});
+      },
+      {"stack", "float64", "float32"});
   expect_error<ValueError>([&] { F::stack({}); }, {"stack", "empty"});
 }
 
@@ -279,17 +294,22 @@ TEST(SplitAxis, Forward) {
 
 TEST(SplitAxis, Gradients) {
   expect_gradients([](const Vars& v) { return F::split_axis(v[0], 3, 1); }, {randn({2, 6, 2})});
-  expect_gradients([](const Vars& v) { return F::split_axis(v[0], std::vector<int64_t>{1, 1, 3}, 0); },
-                   {randn({4, 3})});
+  expect_gradients(
+      [](const Vars& v) {
+        return F::split_axis(v[0], std::vector<int64_t>{1, 1, 3}, 0);
+      },
+      {randn({4, 3})});
   expect_gradients([](const Vars& v) { return F::split_axis(v[0], 2, 0); }, {randn({0, 3})});
   // Only one output used: the engine hands zeros for the others.
   expect_gradients([](const Vars& v) { return Vars{F::split_axis(v[0], 3, -1)[1]}; }, {randn({2, 6})});
   // Indices out of order make overlapping pieces; their gradients add up.
-  expect_gradients([](const Vars& v) { return F::split_axis(v[0], std::vector<int64_t>{4, 1}, 0); },
-                   {randn({6, 2})});
+  expect_gradients([](const Vars& v) { return F::split_axis(v[0], std::vector<int64_t>{4, 1}, 0); }, {randn({6, 2})});
   expect_second_order([](const Vars& v) { return F::split_axis(v[0], 2, 1); }, {randn({3, 4})});
-  expect_second_order([](const Vars& v) { return F::split_axis(v[0], std::vector<int64_t>{3, 1}, 0); },
-                      {randn({4, 2})});
+  expect_second_order(
+      [](const Vars& v) {
+        return F::split_axis(v[0], std::vector<int64_t>{3, 1}, 0);
+      },
+      {randn({4, 2})});
 }
 
 TEST(SplitAxis, OverlappingPiecesAccumulate) {
@@ -356,8 +376,11 @@ TEST(GetItem, Errors) {
   Variable x(randn({2, 3}));
   expect_error<IndexError>([&] { F::get_item(x, {int64_t{0}, int64_t{3}}); }, {"get_item", "3", "axis 1", "(2, 3)"});
   expect_error<IndexError>([&] { F::get_item(x, {int64_t{-3}}); }, {"get_item", "-3", "(2, 3)"});
-  expect_error<IndexError>([&] { F::get_item(x, {int64_t{0}, int64_t{0}, int64_t{0}}); },
-                           {"get_item", "too many indices", "(2, 3)"});
+  expect_error<IndexError>(
+      [&] {
+        F::get_item(x, {int64_t{0}, int64_t{0}, int64_t{0}});
+      },
+      {"get_item", "too many indices", "(2, 3)"});
   expect_error<IndexError>([&] { F::get_item(x, {Ellipsis{}, Ellipsis{}}); }, {"get_item", "ellipsis", "(2, 3)"});
   expect_error<ValueError>([&] { F::get_item(x, {Slice{0, 2, 0}}); }, {"get_item", "step", "(2, 3)"});
 }
@@ -400,9 +423,8 @@ TEST(Cast, IntegerResultsGetNoGradient) {
   Variable f = F::cast(Variable(Array::arange(3)), Dtype::float32);
   EXPECT_EQ(f.creator(), nullptr);
   // Values away from integers, so the perturbation does not change the truncated part.
-  check_backward(
-      one([](const Vars& v) { return F::add(v[0], F::cast(F::cast(v[0], Dtype::int32), Dtype::float64)); }),
-      {Array::from_vector<double>({0.3, 1.4, -2.6, 3.2})});
+  check_backward(one([](const Vars& v) { return F::add(v[0], F::cast(F::cast(v[0], Dtype::int32), Dtype::float64)); }),
+                 {Array::from_vector<double>({0.3, 1.4, -2.6, 3.2})});
 }
 
 // ---- where ------------------------------------------------------------------------------------
@@ -438,12 +460,22 @@ TEST(Where, Gradients) {
 
 TEST(Where, Errors) {
   Variable a(randn({2, 3})), b(randn({2, 3}));
-  expect_error<DtypeError>([&] { F::where(Array::zeros({2, 3}, Dtype::float32), a, b); },
-                           {"where", "bool", "float32", "(2, 3)"});
-  expect_error<DtypeError>([&] { F::where(Array::zeros({2, 3}, Dtype::bool_), a, Variable(randn({2, 3}, Dtype::float32))); },
-                           {"where", "float64", "float32"});
-  expect_error<ShapeError>([&] { F::where(Array::zeros({4}, Dtype::bool_), a, Variable(randn({2, 1}))); },
-                           {"where", "(4,)", "(2, 3)", "(2, 1)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::where(Array::zeros({2, 3}, Dtype::float32), a, b);
+      },
+      {"where", "bool", "float32", "(2, 3)"});
+  const Variable b32(randn({2, 3}, Dtype::float32));
+  expect_error<DtypeError>(
+      [&] {
+        F::where(Array::zeros({2, 3}, Dtype::bool_), a, b32);
+      },
+      {"where", "float64", "float32"});
+  expect_error<ShapeError>(
+      [&] {
+        F::where(Array::zeros({4}, Dtype::bool_), a, Variable(randn({2, 1})));
+      },
+      {"where", "(4,)", "(2, 3)", "(2, 1)"});
 }
 
 // ---- select_item ------------------------------------------------------------------------------
@@ -480,11 +512,18 @@ TEST(SelectItem, Errors) {
                            {"select_item", "(2, 3)", "(3,)"});
   expect_error<ShapeError>([&] { F::select_item(Variable(randn({6})), Array::zeros({6}, Dtype::int64)); },
                            {"select_item", "(6,)"});
-  expect_error<IndexError>([&] { F::select_item(x, Array::from_vector<int64_t>({0, 3})); },
-                           {"select_item", "label 3", "[0, 3)"});
-  expect_error<IndexError>([&] { F::select_item(x, Array::from_vector<int32_t>({-1, 0})); },
-                           {"select_item", "label -1"});
-  expect_error<DtypeError>([&] { F::select_item(Variable(Array::zeros({2, 3}, Dtype::int32)), Array::zeros({2}, Dtype::int64)); },
+  expect_error<IndexError>(
+      [&] {
+        F::select_item(x, Array::from_vector<int64_t>({0, 3}));
+      },
+      {"select_item", "label 3", "[0, 3)"});
+  expect_error<IndexError>(
+      [&] {
+        F::select_item(x, Array::from_vector<int32_t>({-1, 0}));
+      },
+      {"select_item", "label -1"});
+  const Variable xi(Array::zeros({2, 3}, Dtype::int32));
+  expect_error<DtypeError>([&] { F::select_item(xi, Array::zeros({2}, Dtype::int64)); },
                            {"select_item", "floating", "int32"});
 }
 
@@ -516,8 +555,10 @@ TEST(ArrayOpsBackends, CpuMatchesReference) {
     expect_cpu_matches_reference(with_grads(whr), {a, b, c});
   }
   // where with broadcast operands, and on integers.
-  expect_cpu_matches_reference(with_grads(whr), {randn({40, 1}, Dtype::float32, 4), randn({64, 1, 1}, Dtype::float32, 5), cond});
-  expect_cpu_matches_reference(whr, {Array::arange(big.numel(), Dtype::int32).reshape(big), Array::zeros(big, Dtype::int32), cond});
+  expect_cpu_matches_reference(with_grads(whr),
+                               {randn({40, 1}, Dtype::float32, 4), randn({64, 1, 1}, Dtype::float32, 5), cond});
+  const Array ints = Array::arange(big.numel(), Dtype::int32).reshape(big);
+  expect_cpu_matches_reference(whr, {ints, Array::zeros(big, Dtype::int32), cond});
 }
 
 TEST(ArrayOpsBackends, SelectItemCpuMatchesReference) {

@@ -37,8 +37,7 @@ TEST(Accuracy, AllIgnoredOrEmptyGivesZero) {
   Variable acc = F::accuracy(Variable(y), Array::full({3}, -1.0, Dtype::int64));
   EXPECT_EQ(acc.dtype(), Dtype::float64);
   EXPECT_EQ(acc.array().item<double>(), 0.0);
-  EXPECT_EQ(F::accuracy(Variable(Array::zeros({0, 4})), Array::zeros({0}, Dtype::int64)).array().item<double>(),
-            0.0);
+  EXPECT_EQ(F::accuracy(Variable(Array::zeros({0, 4})), Array::zeros({0}, Dtype::int64)).array().item<double>(), 0.0);
 }
 
 TEST(Accuracy, SpatialAndNonContiguous) {
@@ -53,8 +52,7 @@ TEST(Accuracy, SpatialAndNonContiguous) {
   // Argmax: n=0: d0 -> 2, d1 -> 1; n=1: d0 -> 1, d1 -> 2.
   Array t = Array::from_vector<int64_t>({2, 0, 1, 2}, {2, 2});
   EXPECT_NEAR(F::accuracy(Variable(y), t).array().item<double>(), 0.75, 1e-12);
-  EXPECT_NEAR(F::accuracy(Variable(make_noncontiguous(y)), make_noncontiguous(t)).array().item<double>(), 0.75,
-              1e-12);
+  EXPECT_NEAR(F::accuracy(Variable(make_noncontiguous(y)), make_noncontiguous(t)).array().item<double>(), 0.75, 1e-12);
 }
 
 TEST(Accuracy, CpuMatchesReference) {
@@ -73,8 +71,10 @@ TEST(Accuracy, Errors) {
   expect_error<ShapeError>([&] { F::accuracy(y, Array::zeros({4}, Dtype::int64)); }, {"accuracy", "(3, 4)", "(4,)"});
   expect_error<ShapeError>([&] { F::accuracy(Variable(randn({3})), Array::zeros({3}, Dtype::int64)); },
                            {"accuracy", "(3,)"});
-  expect_error<DtypeError>([&] { F::accuracy(y, Array::zeros({3}, Dtype::float32)); },
-                           {"accuracy", "float32", "(3,)"});
-  expect_error<DtypeError>([&] { F::accuracy(Variable(Array::zeros({3, 4}, Dtype::int32)), Array::zeros({3}, Dtype::int64)); },
-                           {"accuracy", "int32", "(3, 4)"});
+  expect_error<DtypeError>([&] { F::accuracy(y, Array::zeros({3}, Dtype::float32)); }, {"accuracy", "float32", "(3,)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::accuracy(Variable(Array::zeros({3, 4}, Dtype::int32)), Array::zeros({3}, Dtype::int64));
+      },
+      {"accuracy", "int32", "(3, 4)"});
 }

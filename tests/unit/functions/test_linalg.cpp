@@ -32,7 +32,8 @@ std::vector<double> naive_mm(const std::vector<double>& a, const std::vector<dou
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double s = 0.0;
-      for (int64_t p = 0; p < k; ++p) s += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
+      for (int64_t p = 0; p < k; ++p)
+        s += a[static_cast<std::size_t>(i * k + p)] * b[static_cast<std::size_t>(p * n + j)];
       c[static_cast<std::size_t>(i * n + j)] = s;
     }
   }
@@ -87,7 +88,7 @@ TEST(Matmul, OneDimensionalOperands) {
   EXPECT_EQ(mv.array().to_vector<double>(), (std::vector<double>{8, 26}));
   // transposes of a 1-d operand are ignored (as NumPy's .T of a vector)
   EXPECT_EQ(F::matmul(v, m, true, false).array().to_vector<double>(), (std::vector<double>{16, 22}));
-  EXPECT_EQ(F::matmul(m, v, true, true).array().to_vector<double>(), (std::vector<double>{8, 26}));
+  EXPECT_EQ(F::matmul(m, v, true, true).array().to_vector<double>(), (std::vector<double>{16, 22}));
   // batched matrix @ vector and vector @ batched matrix
   Variable bm(Array::arange(0.0, 24.0, 1.0, Dtype::float64).reshape({4, 2, 3}));
   Variable bmv = F::matmul(bm, v);
@@ -95,13 +96,11 @@ TEST(Matmul, OneDimensionalOperands) {
   Variable vbm = F::matmul(Variable(Array::from_vector<double>({1, 2})), bm);
   EXPECT_EQ(vbm.shape(), (Shape{4, 3}));
   const auto bv = bm.array().to_vector<double>();
+  const auto bmvv = bmv.array().to_vector<double>(), vbmv = vbm.array().to_vector<double>();
   for (int64_t i = 0; i < 4; ++i) {
     std::vector<double> mat(bv.begin() + i * 6, bv.begin() + (i + 1) * 6);
-    expect_near_vec(std::vector<double>(bmv.array().to_vector<double>().begin() + i * 2,
-                                        bmv.array().to_vector<double>().begin() + (i + 1) * 2),
-                    naive_mm(mat, av, 2, 3, 1));
-    expect_near_vec(std::vector<double>(vbm.array().to_vector<double>().begin() + i * 3,
-                                        vbm.array().to_vector<double>().begin() + (i + 1) * 3),
+    expect_near_vec(std::vector<double>(bmvv.begin() + i * 2, bmvv.begin() + (i + 1) * 2), naive_mm(mat, av, 2, 3, 1));
+    expect_near_vec(std::vector<double>(vbmv.begin() + i * 3, vbmv.begin() + (i + 1) * 3),
                     naive_mm({1, 2}, mat, 1, 2, 3));
   }
 }
@@ -207,14 +206,26 @@ TEST(Matmul, CpuMatchesReference) {
   Array at = randn({300, 256}, Dtype::float32, 3).transpose(), bt = randn({200, 300}, Dtype::float32, 4).transpose();
   ASSERT_FALSE(at.is_contiguous());
   expect_cpu_matches_reference(f, {at, bt}, 1e-4, 1e-4);
-  expect_cpu_matches_reference(matmul_fn(true, true),
-                               {randn({300, 256}, Dtype::float32, 3), randn({200, 300}, Dtype::float32, 4)}, 1e-4,
-                               1e-4);
+  expect_cpu_matches_reference(
+      matmul_fn(true, true), {randn({300, 256}, Dtype::float32, 3), randn({200, 300}, Dtype::float32, 4)}, 1e-4, 1e-4);
   // Non-contiguous rows (strided, no BLAS layout), broadcast batches, 1-d operands, float64.
   expect_cpu_matches_reference(
       f, {make_noncontiguous(randn({2, 1, 30, 40}, Dtype::float32, 5)), randn({5, 40, 20}, Dtype::float32, 6)}, 1e-4,
       1e-5);
   expect_cpu_matches_reference(f, {randn({40}, Dtype::float32, 7), randn({3, 40, 20}, Dtype::float32, 8)}, 1e-4, 1e-5);
+  expect_cpu_matches_reference(
+      f,
+      {make_noncontiguous(randn({40}, Dtype::float32, 7)), make_noncontiguous(randn({3, 40, 20}, Dtype::float32, 8))},
+      1e-4, 1e-5);
+  expect_cpu_matches_reference(
+      f,
+      {make_noncontiguous(randn({3, 20, 40}, Dtype::float32, 8)), make_noncontiguous(randn({40}, Dtype::float32, 7))},
+      1e-4, 1e-5);
+  // 16-bit floats: computed in float32 and rounded once.
+  expect_cpu_matches_reference(f,
+                               {randn({8, 16}, Dtype::float32, 15).astype(Dtype::float16),
+                                randn({16, 4}, Dtype::float32, 16).astype(Dtype::float16)},
+                               1e-2, 1e-2);
   expect_cpu_matches_reference(f, {randn({64, 70}, Dtype::float64, 9), randn({70, 50}, Dtype::float64, 10)}, 1e-12,
                                1e-12);
   // A slice of a matrix: row stride larger than the row (a leading dimension > n).
@@ -228,16 +239,25 @@ TEST(Matmul, CpuMatchesReference) {
 TEST(Matmul, Errors) {
   Variable a(randn({2, 3})), b(randn({4, 5}));
   expect_error<ShapeError>([&] { F::matmul(a, b); }, {"matmul", "(2, 3)", "(4, 5)", "3 vs 4"});
-  expect_error<ShapeError>([&] { F::matmul(a, Variable(randn({2, 3})), false, false); },
-                           {"matmul", "(2, 3)", "3 vs 2"});
-  expect_error<ShapeError>([&] { F::matmul(a, b, true, true); }, {"matmul", "(2, 3)", "(4, 5)", "transposed", "2 vs 5"});
-  expect_error<ShapeError>([&] { F::matmul(Variable(randn({3})), Variable(randn({4}))); },
-                           {"matmul", "(3,)", "(4,)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::matmul(a, Variable(randn({2, 3})), false, false);
+      },
+      {"matmul", "(2, 3)", "3 vs 2"});
+  expect_error<ShapeError>([&] { F::matmul(a, b, true, true); },
+                           {"matmul", "(2, 3)", "(4, 5)", "transposed", "2 vs 5"});
+  expect_error<ShapeError>([&] { F::matmul(Variable(randn({3})), Variable(randn({4}))); }, {"matmul", "(3,)", "(4,)"});
   expect_error<ShapeError>([&] { F::matmul(Variable(randn({})), b); }, {"matmul", "()", "(4, 5)"});
-  expect_error<ShapeError>([&] { F::matmul(Variable(randn({2, 3, 4})), Variable(randn({5, 4, 2}))); },
-                           {"matmul", "(2, 3, 4)", "(5, 4, 2)", "broadcast"});
-  expect_error<DtypeError>([&] { F::matmul(a, Variable(randn({3, 2}, Dtype::float32))); },
-                           {"matmul", "float64", "float32", "(2, 3)", "(3, 2)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::matmul(Variable(randn({2, 3, 4})), Variable(randn({5, 4, 2})));
+      },
+      {"matmul", "(2, 3, 4)", "(5, 4, 2)", "broadcast"});
+  expect_error<DtypeError>(
+      [&] {
+        F::matmul(a, Variable(randn({3, 2}, Dtype::float32)));
+      },
+      {"matmul", "float64", "float32", "(2, 3)", "(3, 2)"});
 }
 
 // ---- linear -------------------------------------------------------------------------------------
@@ -308,23 +328,27 @@ TEST(Linear, DoubleBackward) {
 TEST(Linear, CpuMatchesReference) {
   const auto f = linear_fn();
   // 128 x 300 = 38400 outputs: threaded BLAS and the threaded bias add.
-  expect_cpu_matches_reference(f, {randn({128, 784}, Dtype::float32, 1), randn({300, 784}, Dtype::float32, 2),
-                                    randn({300}, Dtype::float32, 3)},
-                               1e-4, 1e-4);
+  expect_cpu_matches_reference(
+      f, {randn({128, 784}, Dtype::float32, 1), randn({300, 784}, Dtype::float32, 2), randn({300}, Dtype::float32, 3)},
+      1e-4, 1e-4);
   // W stored column-major (a transposed view): W^T is then a plain row-major matrix for the kernel.
-  expect_cpu_matches_reference(f, {randn({64, 50}, Dtype::float32, 9), randn({50, 40}, Dtype::float32, 10).transpose(),
-                                    randn({40}, Dtype::float32, 11)},
+  expect_cpu_matches_reference(f,
+                               {randn({64, 50}, Dtype::float32, 9), randn({50, 40}, Dtype::float32, 10).transpose(),
+                                randn({40}, Dtype::float32, 11)},
                                1e-4, 1e-5);
-  expect_cpu_matches_reference(f, {make_noncontiguous(randn({8, 3, 5}, Dtype::float32, 4)),
-                                    make_noncontiguous(randn({7, 15}, Dtype::float32, 5)),
-                                    make_noncontiguous(randn({7}, Dtype::float32, 6))});
+  expect_cpu_matches_reference(
+      f, {make_noncontiguous(randn({8, 3, 5}, Dtype::float32, 4)),
+          make_noncontiguous(randn({7, 15}, Dtype::float32, 5)), make_noncontiguous(randn({7}, Dtype::float32, 6))});
   expect_cpu_matches_reference(f, {randn({10, 20}, Dtype::float64, 7), randn({30, 20}, Dtype::float64, 8)}, 1e-12,
                                1e-12);
 }
 
 TEST(Linear, Errors) {
-  expect_error<ShapeError>([] { F::linear(Variable(Array::zeros({32, 784})), Variable(Array::zeros({1000, 785}))); },
-                           {"linear: x (32, 784) and W (1000, 785) have mismatched inner dims 784 vs 785"});
+  expect_error<ShapeError>(
+      [] {
+        F::linear(Variable(Array::zeros({32, 784})), Variable(Array::zeros({1000, 785})));
+      },
+      {"linear: x (32, 784) and W (1000, 785) have mismatched inner dims 784 vs 785"});
   expect_error<ShapeError>(
       [] {
         F::linear(Variable(Array::zeros({32, 784})), Variable(Array::zeros({1000, 785})),
@@ -337,14 +361,24 @@ TEST(Linear, Errors) {
                   Variable(Array::zeros({999})));
       },
       {"linear", "b (999,)", "W (1000, 784)", "x (32, 784)"});
-  expect_error<ShapeError>([] { F::linear(Variable(Array::zeros({784})), Variable(Array::zeros({10, 784}))); },
-                           {"linear", "x (784,)", "W (10, 784)"});
-  expect_error<ShapeError>([] { F::linear(Variable(Array::zeros({2, 784})), Variable(Array::zeros({784}))); },
-                           {"linear", "x (2, 784)", "W (784,)"});
+  expect_error<ShapeError>(
+      [] {
+        F::linear(Variable(Array::zeros({784})), Variable(Array::zeros({10, 784})));
+      },
+      {"linear", "x (784,)", "W (10, 784)"});
+  expect_error<ShapeError>(
+      [] {
+        F::linear(Variable(Array::zeros({2, 784})), Variable(Array::zeros({784})));
+      },
+      {"linear", "x (2, 784)", "W (784,)"});
   expect_error<DtypeError>(
-      [] { F::linear(Variable(Array::zeros({2, 3})), Variable(Array::zeros({4, 3}, Dtype::float64))); },
+      [] {
+        F::linear(Variable(Array::zeros({2, 3})), Variable(Array::zeros({4, 3}, Dtype::float64)));
+      },
       {"linear", "float32", "float64", "(2, 3)", "(4, 3)"});
   expect_error<DtypeError>(
-      [] { F::linear(Variable(Array::zeros({2, 3}, Dtype::int32)), Variable(Array::zeros({4, 3}, Dtype::int32))); },
+      [] {
+        F::linear(Variable(Array::zeros({2, 3}, Dtype::int32)), Variable(Array::zeros({4, 3}, Dtype::int32)));
+      },
       {"linear", "int32", "(2, 3)"});
 }

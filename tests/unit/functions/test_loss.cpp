@@ -71,8 +71,8 @@ TEST(SoftmaxCrossEntropy, KnownValuesAndGradient) {
   // (softmax(x) - onehot(t)) / N.
   auto g = x.grad().array().to_vector<double>();
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  const std::vector<double> want{std::exp(1.0) / z / 2, std::exp(2.0) / z / 2, (std::exp(3.0) / z - 1) / 2,
-                                 1.0 / 6, (1.0 / 3 - 1) / 2, 1.0 / 6};
+  const std::vector<double> want{
+      std::exp(1.0) / z / 2, std::exp(2.0) / z / 2, (std::exp(3.0) / z - 1) / 2, 1.0 / 6, (1.0 / 3 - 1) / 2, 1.0 / 6};
   for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-12) << i;
 }
 
@@ -93,8 +93,7 @@ TEST(SoftmaxCrossEntropy, MatchesNaiveOnSpatialInputs) {
       ++count;
     }
   }
-  EXPECT_NEAR(F::softmax_cross_entropy(Variable(x), t).array().item<double>(), sum / static_cast<double>(count),
-              1e-12);
+  EXPECT_NEAR(F::softmax_cross_entropy(Variable(x), t).array().item<double>(), sum / static_cast<double>(count), 1e-12);
 }
 
 TEST(SoftmaxCrossEntropy, IgnoredLabels) {
@@ -204,22 +203,47 @@ TEST(SoftmaxCrossEntropy, Errors) {
   Variable x(randn({3, 4}));
   expect_error<ShapeError>([&] { F::softmax_cross_entropy(x, labels({4}, 4)); },
                            {"softmax_cross_entropy", "(3, 4)", "(4,)"});
-  expect_error<ShapeError>([&] { F::softmax_cross_entropy(x, labels({3, 1}, 4)); },
-                           {"softmax_cross_entropy", "(3, 4)", "(3, 1)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::softmax_cross_entropy(x, labels({3, 1}, 4));
+      },
+      {"softmax_cross_entropy", "(3, 4)", "(3, 1)"});
   expect_error<ShapeError>([&] { F::softmax_cross_entropy(Variable(randn({3})), labels({3}, 4)); },
                            {"softmax_cross_entropy", "(3,)"});
-  expect_error<ShapeError>([&] { F::softmax_cross_entropy(Variable(randn({2, 3, 4})), labels({2, 5}, 3)); },
-                           {"softmax_cross_entropy", "(2, 3, 4)", "(2, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::softmax_cross_entropy(Variable(randn({2, 3, 4})), labels({2, 5}, 3));
+      },
+      {"softmax_cross_entropy", "(2, 3, 4)", "(2, 5)"});
   expect_error<DtypeError>([&] { F::softmax_cross_entropy(x, randn({3})); },
                            {"softmax_cross_entropy", "float64", "(3,)"});
-  expect_error<DtypeError>([&] { F::softmax_cross_entropy(Variable(labels({3, 4}, 2)), labels({3}, 4)); },
-                           {"softmax_cross_entropy", "int64", "(3, 4)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::softmax_cross_entropy(Variable(labels({3, 4}, 2)), labels({3}, 4));
+      },
+      {"softmax_cross_entropy", "int64", "(3, 4)"});
   expect_error<ValueError>([&] { F::softmax_cross_entropy(x, labels({3}, 4), -1, "sum"); },
                            {"softmax_cross_entropy", "sum", "\"mean\"", "\"no\""});
-  expect_error<IndexError>([&] { F::softmax_cross_entropy(x, Array::from_vector<int64_t>({0, 4, 1})); },
-                           {"softmax_cross_entropy", "(3, 4)", "4", "[0, 4)"});
-  expect_error<IndexError>([&] { F::softmax_cross_entropy(x, Array::from_vector<int32_t>({0, -2, 1})); },
-                           {"softmax_cross_entropy", "-2"});
+  expect_error<IndexError>(
+      [&] {
+        F::softmax_cross_entropy(x, Array::from_vector<int64_t>({0, 4, 1}));
+      },
+      {"softmax_cross_entropy", "(3, 4)", "4", "[0, 4)"});
+  expect_error<IndexError>(
+      [&] {
+        F::softmax_cross_entropy(x, Array::from_vector<int32_t>({0, -2, 1}));
+      },
+      {"softmax_cross_entropy", "-2"});
+  expect_error<IndexError>(
+      [&] {
+        F::softmax_cross_entropy(Variable(randn({2, 3, 2})), Array::from_vector<int64_t>({0, 1, 2, 3}, {2, 2}));
+      },
+      {"softmax_cross_entropy", "(2, 3, 2)", "(2, 2)", "label 3", "[0, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::softmax_cross_entropy(Variable(randn({2, 0})), labels({2}, 1));
+      },
+      {"softmax_cross_entropy", "(2, 0)", "no classes"});
 }
 
 // ---- sigmoid_cross_entropy -----------------------------------------------------------------------
@@ -289,12 +313,21 @@ TEST(SigmoidCrossEntropy, Errors) {
   Variable x(randn({3, 4}));
   expect_error<ShapeError>([&] { F::sigmoid_cross_entropy(x, labels({3}, 2)); },
                            {"sigmoid_cross_entropy", "(3, 4)", "(3,)"});
-  expect_error<DtypeError>([&] { F::sigmoid_cross_entropy(x, randn({3, 4})); },
-                           {"sigmoid_cross_entropy", "float64", "(3, 4)"});
-  expect_error<DtypeError>([&] { F::sigmoid_cross_entropy(Variable(labels({3, 4}, 2)), labels({3, 4}, 2)); },
-                           {"sigmoid_cross_entropy", "int64"});
-  expect_error<ValueError>([&] { F::sigmoid_cross_entropy(x, labels({3, 4}, 2), "none"); },
-                           {"sigmoid_cross_entropy", "none", "\"mean\"", "\"no\""});
+  expect_error<DtypeError>(
+      [&] {
+        F::sigmoid_cross_entropy(x, randn({3, 4}));
+      },
+      {"sigmoid_cross_entropy", "float64", "(3, 4)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::sigmoid_cross_entropy(Variable(labels({3, 4}, 2)), labels({3, 4}, 2));
+      },
+      {"sigmoid_cross_entropy", "int64"});
+  expect_error<ValueError>(
+      [&] {
+        F::sigmoid_cross_entropy(x, labels({3, 4}, 2), "none");
+      },
+      {"sigmoid_cross_entropy", "none", "\"mean\"", "\"no\""});
 }
 
 // ---- mean_squared_error --------------------------------------------------------------------------
@@ -316,18 +349,26 @@ TEST(MeanSquaredError, Backward) {
 TEST(MeanSquaredError, CpuMatchesReference) {
   auto f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::mean_squared_error(v[0], v[1])}; };
   expect_cpu_matches_reference(f, {randn({300, 120}, Dtype::float32, 3), randn({300, 120}, Dtype::float32, 4)}, 1e-4);
-  expect_cpu_matches_reference(f, {make_noncontiguous(randn({30, 12}, Dtype::float32, 3)), randn({30, 12}, Dtype::float32)},
-                               1e-4);
+  expect_cpu_matches_reference(
+      f, {make_noncontiguous(randn({30, 12}, Dtype::float32, 3)), randn({30, 12}, Dtype::float32)}, 1e-4);
 }
 
 TEST(MeanSquaredError, Errors) {
-  expect_error<ShapeError>([] { F::mean_squared_error(Variable(randn({2, 3})), Variable(randn({3, 2}))); },
-                           {"mean_squared_error", "(2, 3)", "(3, 2)"});
+  expect_error<ShapeError>(
+      [] {
+        F::mean_squared_error(Variable(randn({2, 3})), Variable(randn({3, 2})));
+      },
+      {"mean_squared_error", "(2, 3)", "(3, 2)"});
   expect_error<DtypeError>(
-      [] { F::mean_squared_error(Variable(randn({2, 3})), Variable(randn({2, 3}, Dtype::float32))); },
+      [] {
+        F::mean_squared_error(Variable(randn({2, 3})), Variable(randn({2, 3}, Dtype::float32)));
+      },
       {"mean_squared_error", "float64", "float32"});
-  expect_error<DtypeError>([] { F::mean_squared_error(Variable(labels({2, 3}, 2)), Variable(labels({2, 3}, 2))); },
-                           {"mean_squared_error", "int64"});
+  expect_error<DtypeError>(
+      [] {
+        F::mean_squared_error(Variable(labels({2, 3}, 2)), Variable(labels({2, 3}, 2)));
+      },
+      {"mean_squared_error", "int64"});
 }
 
 TEST(SoftmaxCrossEntropy, PlainAndDoubleBackpropGradientsAgree) {

@@ -116,6 +116,9 @@ TEST(Dropout, Errors) {
   Variable x(randn({2, 3}));
   expect_error<ValueError>([&] { F::dropout(x, 1.0); }, {"dropout", "ratio", "1"});
   expect_error<ValueError>([&] { F::dropout(x, -0.1); }, {"dropout", "ratio", "-0.1"});
-  expect_error<DtypeError>([&] { F::dropout(Variable(Array::zeros({2, 3}, Dtype::int32)), 0.5); },
-                           {"dropout", "int32", "(2, 3)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::dropout(Variable(Array::zeros({2, 3}, Dtype::int32)), 0.5);
+      },
+      {"dropout", "int32", "(2, 3)"});
 }

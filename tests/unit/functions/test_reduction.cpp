@@ -196,14 +196,21 @@ TEST(ReductionGrad, LogsumexpWithInfiniteEntries) {
 TEST(ReductionBackends, CpuMatchesReference) {
   for (const auto& r : reductions()) {
     SCOPED_TRACE(r.name);
-    const std::vector<Array> inputs = {
+    // Small inputs in several layouts, with every axis set; then 34000-element inputs (above the
+    // threshold of the parallel loops) with some.
+    const std::vector<Array> small = {
         input_for(r, {4, 5, 6}, 5, Dtype::float32),
-        input_for(r, {40, 30, 40}, 6, Dtype::float32),  // 48000 elements: the parallel paths
-        rensa::testing::make_noncontiguous(input_for(r, {30, 40, 30}, 7, Dtype::float32)),
-        input_for(r, {30, 40, 30}, 8, Dtype::float32).transpose({2, 0, 1}),
-        input_for(r, {30, 1, 40}, 9, Dtype::float32).broadcast_to({30, 50, 40}),
+        rensa::testing::make_noncontiguous(input_for(r, {4, 5, 6}, 7, Dtype::float32)),
+        input_for(r, {5, 6, 4}, 8, Dtype::float32).transpose({2, 0, 1}),
+        input_for(r, {4, 1, 6}, 9, Dtype::float32).broadcast_to({4, 5, 6}),
     };
-    for (const Array& x : inputs) {
+    const std::vector<Array> big = {
+        input_for(r, {34, 25, 40}, 6, Dtype::float32),
+        rensa::testing::make_noncontiguous(input_for(r, {25, 34, 40}, 7, Dtype::float32)),
+        input_for(r, {40, 34, 25}, 8, Dtype::float32).transpose({2, 0, 1}),
+        input_for(r, {34, 1, 40}, 9, Dtype::float32).broadcast_to({34, 25, 40}),
+    };
+    for (const Array& x : small) {
       for (const Shape& axes : axis_sets()) {
         for (bool keepdims : {false, true}) {
           SCOPED_TRACE(describe(x, axes, keepdims));
@@ -213,6 +220,14 @@ TEST(ReductionBackends, CpuMatchesReference) {
               },
               {x}, 1e-5, 1e-5);
         }
+      }
+    }
+    for (const Array& x : big) {
+      for (const Shape& axes : {Shape{}, Shape{0}, Shape{1}, Shape{2}, Shape{0, 2}}) {
+        SCOPED_TRACE(describe(x, axes, false));
+        expect_cpu_matches_reference(
+            [&r, axes](const std::vector<Variable>& v) { return std::vector<Variable>{r.fn(v[0], axes, false)}; }, {x},
+            1e-5, 1e-5);
       }
     }
   }
@@ -228,14 +243,14 @@ TEST(ReductionBackends, GradientsCpuMatchReference) {
         F::sum(F::mul(y, y)).backward();
         return std::vector<Variable>{y, x.grad()};
       };
-      expect_cpu_matches_reference(f, {input_for(r, {30, 40, 35}, 10, Dtype::float32)}, 1e-4, 1e-5);
+      expect_cpu_matches_reference(f, {input_for(r, {30, 34, 35}, 10, Dtype::float32)}, 1e-4, 1e-5);
     }
   }
 }
 
 TEST(ReductionBackends, ArgCpuMatchesReference) {
   for (const auto& fn : {&F::argmax, &F::argmin}) {
-    for (const Array& x : {randn({40, 30, 40}, Dtype::float32, 11), randn({4, 5, 6}, Dtype::float32, 12).transpose(),
+    for (const Array& x : {randn({34, 25, 40}, Dtype::float32, 11), randn({4, 5, 6}, Dtype::float32, 12).transpose(),
                            rensa::testing::make_noncontiguous(randn({50, 700}, Dtype::float32, 13))}) {
       for (std::optional<int64_t> axis : {std::optional<int64_t>(), std::optional<int64_t>(0),
                                           std::optional<int64_t>(1), std::optional<int64_t>(-1)}) {
@@ -344,6 +359,36 @@ TEST(ReductionValues, MeanFloat32IsAccurate) {
   Variable m0 = F::mean(x, {0});
   EXPECT_EQ(m0.dtype(), Dtype::float32);
   EXPECT_FLOAT_EQ(m0.array().to_vector<float>()[7], 0.1f);
+}
+
+TEST(ReductionValues, SixteenBitMeanAndLogsumexpDoNotOverflow) {
+  for (Device dev : {Device::cpu(), Device::reference()}) {
+    SCOPED_TRACE(to_string(dev));
+    // The float16 sums (70000, 240000) are beyond its range; the means are not.
+    Variable ones(Array::ones({70000}, Dtype::float16, dev));
+    EXPECT_EQ(F::mean(ones).array().item<double>(), 1.0);
+    EXPECT_EQ(F::mean(Variable(Array::full({4, 2}, 60000.0, Dtype::float16, dev)), {0}).array().to_vector<double>(),
+              (std::vector<double>{60000.0, 60000.0}));
+    EXPECT_EQ(F::mean(ones).dtype(), Dtype::float16);
+    Variable zeros(Array::zeros({70000}, Dtype::float16, dev));
+    Variable l = F::logsumexp(zeros);
+    EXPECT_EQ(l.dtype(), Dtype::float16);
+    EXPECT_NEAR(l.array().item<double>(), std::log(70000.0), 1e-2);
+    for (Dtype d : {Dtype::float16, Dtype::bfloat16}) {
+      Variable x(Array::from_vector<double>({1, 2, 3, 6}, {2, 2}).astype(d).to(dev), true);
+      Variable m = F::mean(x, {1}, true);
+      EXPECT_EQ(m.shape(), (Shape{2, 1}));
+      expect_values(m, {1.5, 4.5});
+      F::sum(m).backward();
+      EXPECT_EQ(x.grad().dtype(), d);
+      expect_values(x.grad(), {0.5, 0.5, 0.5, 0.5});
+      x.cleargrad();
+      F::sum(F::logsumexp(x, {0})).backward();
+      EXPECT_EQ(x.grad().dtype(), d);
+      const auto g = values(x.grad());
+      EXPECT_NEAR(g[0] + g[2], 1.0, 1e-2);  // softmax weights of a column sum to 1
+    }
+  }
 }
 
 TEST(ReductionValues, ArgFirstOccurrenceAndNan) {
