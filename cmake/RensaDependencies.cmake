@@ -27,3 +27,8 @@ find_library(RENSA_DNNL_LIBRARY NAMES dnnl REQUIRED)
 add_library(rensa_dnnl INTERFACE)
 target_link_libraries(rensa_dnnl INTERFACE ${RENSA_DNNL_LIBRARY})
 target_include_directories(rensa_dnnl SYSTEM INTERFACE ${RENSA_DNNL_INCLUDE_DIR})
+
+# zlib: .npz (zip) entries and the gzip-compressed IDX files of the MNIST datasets.
+find_package(ZLIB REQUIRED)
+# nlohmann-json (header-only, used privately): the training log.
+find_package(nlohmann_json 3 REQUIRED)

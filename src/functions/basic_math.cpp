@@ -75,7 +75,10 @@ Variable pow(const Variable& a, const Variable& b) {
       [a, b](const BackwardContext& ctx) {
         const Variable& gy = ctx.grad_output();
         Variable ga, gb;
-        if (ctx.needs_grad(0)) ga = to_shape(mul(gy, mul(b, pow(a, sub(b, Variable(detail::scalar_like(1.0, b.array())))))), a.shape());
+        if (ctx.needs_grad(0)) {
+          const Variable one(detail::scalar_like(1.0, b.array()));
+          ga = to_shape(mul(gy, mul(b, pow(a, sub(b, one)))), a.shape());
+        }
         if (ctx.needs_grad(1)) gb = to_shape(mul(gy, mul(ctx.output(), log(a))), b.shape());
         return Grads{ga, gb};
       },

@@ -4,6 +4,7 @@
 /// conversion from float rounds to nearest, ties to even; NaN stays NaN.
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 
@@ -62,6 +63,16 @@ constexpr float bfloat16_bits_to_float(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 
+/// `d` rounded to float with round-to-odd: the float toward zero, its last bit set when inexact.
+/// Rounding that to a 16-bit type (round to nearest even) equals rounding `d` directly, because
+/// float keeps more than two extra bits; a plain float cast would round twice.
+inline float double_to_float_round_odd(double d) {
+  float f = static_cast<float>(d);
+  if (!(static_cast<double>(f) != d) || std::isnan(d) || std::isinf(f)) return f;
+  if (std::abs(static_cast<double>(f)) > std::abs(d)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
+}
+
 }  // namespace detail
 
 /// IEEE 754 binary16. Stored as 16 bits; converts to and from float.
@@ -69,7 +80,7 @@ struct Half {
   uint16_t bits = 0;
   constexpr Half() = default;
   constexpr Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: implicit by design
-  constexpr Half(double d) : Half(static_cast<float>(d)) {}         // NOLINT
+  Half(double d) : Half(detail::double_to_float_round_odd(d)) {}    // NOLINT
   constexpr Half(int i) : Half(static_cast<float>(i)) {}            // NOLINT
   static constexpr Half from_bits(uint16_t b) {
     Half h;
@@ -84,7 +95,7 @@ struct BFloat16 {
   uint16_t bits = 0;
   constexpr BFloat16() = default;
   constexpr BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
-  constexpr BFloat16(double d) : BFloat16(static_cast<float>(d)) {}         // NOLINT
+  BFloat16(double d) : BFloat16(detail::double_to_float_round_odd(d)) {}    // NOLINT
   constexpr BFloat16(int i) : BFloat16(static_cast<float>(i)) {}            // NOLINT
   static constexpr BFloat16 from_bits(uint16_t b) {
     BFloat16 h;

@@ -47,6 +47,7 @@ std::unique_ptr<Backend> make_cpu_backend() {
   k.select_item = cpu::select_item;
   k.scatter_item = cpu::scatter_item;
   k.where = cpu::where;
+  k.optimizer_update = cpu::optimizer_update;
   return b;
 }
 

@@ -15,4 +15,6 @@ void random(RandomDist dist, const Array& out, uint64_t seed, uint64_t offset, d
 void select_item(const Array& x, const Array& t, const Array& y);
 void scatter_item(const Array& gy, const Array& t, const Array& gx);
 void where(const Array& cond, const Array& a, const Array& b, const Array& out);
+void optimizer_update(OptimizerKind kind, const Array& param, const Array& grad, const Array* state, int n_state,
+                      const double* hp);
 }  // namespace rensa::backends::cpu

@@ -51,3 +51,12 @@ TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(BFloat16(1.0f + 3 * 0x1p-8f).bits, 0x3f82);
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(NAN))));
 }
+
+TEST(Half, FromDoubleRoundsOnce) {
+  // 1 + 2^-11 + 2^-40 is just above the halfway point between 1 and 1 + 2^-10: it must round up.
+  // Through float it would first become exactly 1 + 2^-11 and then round (to even) down.
+  EXPECT_EQ(Half(1.0 + 0x1p-11 + 0x1p-40).bits, 0x3c01);
+  EXPECT_EQ(BFloat16(1.0 + 0x1p-8 + 0x1p-40).bits, 0x3f81);
+  EXPECT_EQ(Half(1.0 + 0x1p-11).bits, 0x3c00);  // an exact tie still goes to even
+  EXPECT_EQ(Half(-1.0 - 0x1p-11 - 0x1p-40).bits, 0xbc01);
+}

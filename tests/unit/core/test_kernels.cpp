@@ -28,8 +28,12 @@ const std::vector<Dtype> kAllDtypes = {Dtype::float32, Dtype::float64, Dtype::fl
                                        Dtype::int32,   Dtype::int64,   Dtype::uint8,   Dtype::bool_};
 const std::vector<Dtype> kFloatDtypes = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16};
 
-const KernelTable& cpu_kernels() { return get_backend(Device::cpu()).kernels(); }
-const KernelTable& ref_kernels() { return get_backend(Device::reference()).kernels(); }
+const KernelTable& cpu_kernels() {
+  return get_backend(Device::cpu()).kernels();
+}
+const KernelTable& ref_kernels() {
+  return get_backend(Device::reference()).kernels();
+}
 
 // Sizes below and above the 32768-element threshold of the parallel loops.
 const Shape kSmall{3, 4, 5};
@@ -52,9 +56,12 @@ Array from_doubles(const std::vector<double>& v, const Shape& shape, Dtype d) {
     std::vector<T> t;
     t.reserve(v.size());
     for (double e : v) {
-      if constexpr (std::is_same_v<T, bool>) t.push_back(e != 0.0);
-      else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) t.push_back(T(static_cast<float>(e)));
-      else t.push_back(static_cast<T>(e));
+      if constexpr (std::is_same_v<T, bool>)
+        t.push_back(e != 0.0);
+      else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+        t.push_back(T(static_cast<float>(e)));
+      else
+        t.push_back(static_cast<T>(e));
     }
     return Array::from_vector(t, shape);
   });
@@ -83,7 +90,8 @@ Shape reversed(const Shape& s) {
   return r;
 }
 
-const Layout kContiguous{"contiguous", [](const Shape& s) { return s; }, [](const Array& a, const Shape&) { return a; }};
+const Layout kContiguous{"contiguous", [](const Shape& s) { return s; },
+                         [](const Array& a, const Shape&) { return a; }};
 const Layout kStrided{"strided",
                       [](const Shape& s) {
                         Shape b = s;
@@ -114,8 +122,17 @@ const Layout kBroadcast{"broadcast",
 const Layout kScalar{"scalar", [](const Shape&) { return Shape{}; },
                      [](const Array& a, const Shape& s) { return a.broadcast_to(s); }};
 
-const std::vector<const Layout*> kInputLayouts = {&kContiguous, &kStrided, &kTransposed, &kOffset, &kBroadcast, &kScalar};
-const std::vector<const Layout*> kOutputLayouts = {&kContiguous, &kStrided, &kTransposed};
+// Negative strides: the first and last axes run backwards.
+const Layout kReversed{"reversed", [](const Shape& s) { return s; },
+                       [](const Array& a, const Shape& s) {
+                         if (s.empty()) return a;
+                         return a.slice(0, std::nullopt, std::nullopt, -1)
+                             .slice(static_cast<int64_t>(s.size()) - 1, std::nullopt, std::nullopt, -1);
+                       }};
+
+const std::vector<const Layout*> kInputLayouts = {&kContiguous, &kStrided,   &kTransposed, &kOffset,
+                                                  &kReversed,   &kBroadcast, &kScalar};
+const std::vector<const Layout*> kOutputLayouts = {&kContiguous, &kStrided, &kTransposed, &kReversed};
 
 // The same array on the cpu and on the reference backend, in the same layout.
 struct Pair {
@@ -148,11 +165,16 @@ Array whole(const Array& a) {
 // Tolerance of float results computed by the same formula in different loop orders.
 double rtol_for(Dtype d) {
   switch (d) {
-    case Dtype::float32: return 1e-6;
-    case Dtype::float64: return 1e-13;
-    case Dtype::float16: return 1e-3;
-    case Dtype::bfloat16: return 8e-3;
-    default: return 0.0;
+    case Dtype::float32:
+      return 1e-6;
+    case Dtype::float64:
+      return 1e-13;
+    case Dtype::float16:
+      return 1e-3;
+    case Dtype::bfloat16:
+      return 8e-3;
+    default:
+      return 0.0;
   }
 }
 
@@ -193,9 +215,9 @@ class KernelsThreads : public ::testing::TestWithParam<int> {
 };
 
 std::string unary_name(UnaryOp op) {
-  static const char* names[] = {"neg",  "exp",     "log",  "sqrt",     "abs",        "sign", "square",
-                                "reciprocal", "sin", "cos", "relu",   "sigmoid",    "tanh", "softplus",
-                                "leaky_relu", "elu", "pow_scalar", "clip", "affine", "finite_or_zero"};
+  static const char* names[] = {"neg",        "exp", "log",        "sqrt", "abs",     "sign",          "square",
+                                "reciprocal", "sin", "cos",        "relu", "sigmoid", "tanh",          "softplus",
+                                "leaky_relu", "elu", "pow_scalar", "clip", "affine",  "finite_or_zero"};
   return names[static_cast<int>(op)];
 }
 std::string binary_name(BinaryOp op) {
@@ -209,25 +231,31 @@ std::string reduce_name(ReduceOp op) {
 }
 
 const std::vector<UnaryOp> kUnaryOps = {
-    UnaryOp::neg,     UnaryOp::exp,  UnaryOp::log,      UnaryOp::sqrt,       UnaryOp::abs,
-    UnaryOp::sign,    UnaryOp::square, UnaryOp::reciprocal, UnaryOp::sin,    UnaryOp::cos,
-    UnaryOp::relu,    UnaryOp::sigmoid, UnaryOp::tanh,  UnaryOp::softplus,   UnaryOp::leaky_relu,
-    UnaryOp::elu,     UnaryOp::pow_scalar, UnaryOp::clip, UnaryOp::affine,  UnaryOp::finite_or_zero};
-const std::vector<BinaryOp> kBinaryOps = {BinaryOp::add, BinaryOp::sub, BinaryOp::mul,     BinaryOp::div, BinaryOp::pow,
-                                          BinaryOp::maximum, BinaryOp::minimum, BinaryOp::eq, BinaryOp::ne,
-                                          BinaryOp::lt,  BinaryOp::le,  BinaryOp::gt,      BinaryOp::ge};
+    UnaryOp::neg,  UnaryOp::exp,        UnaryOp::log,        UnaryOp::sqrt,     UnaryOp::abs,
+    UnaryOp::sign, UnaryOp::square,     UnaryOp::reciprocal, UnaryOp::sin,      UnaryOp::cos,
+    UnaryOp::relu, UnaryOp::sigmoid,    UnaryOp::tanh,       UnaryOp::softplus, UnaryOp::leaky_relu,
+    UnaryOp::elu,  UnaryOp::pow_scalar, UnaryOp::clip,       UnaryOp::affine,   UnaryOp::finite_or_zero};
+const std::vector<BinaryOp> kBinaryOps = {
+    BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::pow, BinaryOp::maximum, BinaryOp::minimum,
+    BinaryOp::eq,  BinaryOp::ne,  BinaryOp::lt,  BinaryOp::le,  BinaryOp::gt,  BinaryOp::ge};
 const std::vector<ReduceOp> kReduceOps = {ReduceOp::sum, ReduceOp::prod,   ReduceOp::max,
                                           ReduceOp::min, ReduceOp::argmax, ReduceOp::argmin};
 
 // Parameters exercised per unary op (p0, p1).
 std::vector<std::pair<double, double>> unary_params(UnaryOp op) {
   switch (op) {
-    case UnaryOp::leaky_relu: return {{0.2, 0.0}};
-    case UnaryOp::elu: return {{1.3, 0.0}};
-    case UnaryOp::pow_scalar: return {{2.0, 0.0}, {3.0, 0.0}, {0.5, 0.0}, {-1.5, 0.0}, {0.0, 0.0}};
-    case UnaryOp::clip: return {{-0.5, 0.75}, {1.0, 1.0}};
-    case UnaryOp::affine: return {{1.5, -0.25}, {-2.0, 3.0}};
-    default: return {{0.0, 0.0}};
+    case UnaryOp::leaky_relu:
+      return {{0.2, 0.0}};
+    case UnaryOp::elu:
+      return {{1.3, 0.0}};
+    case UnaryOp::pow_scalar:
+      return {{2.0, 0.0}, {3.0, 0.0}, {0.5, 0.0}, {-1.5, 0.0}, {0.0, 0.0}};
+    case UnaryOp::clip:
+      return {{-0.5, 0.75}, {1.0, 1.0}};
+    case UnaryOp::affine:
+      return {{1.5, -0.25}, {-2.0, 3.0}};
+    default:
+      return {{0.0, 0.0}};
   }
 }
 
@@ -255,8 +283,7 @@ TEST(Kernels, AstypeEveryDtypePairAndLayout) {
           Pair out{in.cpu.astype(dst), in.ref.astype(dst)};
           EXPECT_EQ(out.cpu.dtype(), dst);
           EXPECT_TRUE(out.cpu.is_contiguous());
-          expect_same(out, 0.0,
-                      "astype " + describe(layout->name, shape, src) + " -> " + std::string(dtype_name(dst)));
+          expect_same(out, 0.0, "astype " + describe(layout->name, shape, src) + " -> " + std::string(dtype_name(dst)));
         }
       }
     }
@@ -274,8 +301,9 @@ TEST(Kernels, AssignIntoViews) {
             Pair out = make_output(*out_layout, shape, dst);
             out.cpu.assign(in.cpu);
             out.ref.assign(in.ref);
-            expect_same(out, 0.0, "assign " + describe(in_layout->name, shape, src) + " into " +
-                                      describe(out_layout->name, shape, dst));
+            expect_same(
+                out, 0.0,
+                "assign " + describe(in_layout->name, shape, src) + " into " + describe(out_layout->name, shape, dst));
           }
         }
       }
@@ -291,10 +319,21 @@ TEST(Kernels, SixteenBitRoundingAndBool) {
     };
     const double e11 = std::ldexp(1.0, -11), e10 = std::ldexp(1.0, -10);
     // float16: ties to even, overflow to inf at 65520, subnormals, NaN and signed zero kept.
-    const std::vector<double> h_in = {1.0 + e11,        1.0 + 3 * e11, 65504.0, 65519.0, 65520.0, -70000.0,
-                                      std::ldexp(1.0, -24), std::ldexp(1.0, -25), std::ldexp(1.5, -25), 0.1, -0.0, kInf};
-    const std::vector<double> h_out = {1.0,   1.0 + 2 * e10,        65504.0, 65504.0, kInf, -kInf, std::ldexp(1.0, -24),
-                                       0.0,   std::ldexp(1.0, -24), 0.0999755859375, -0.0, kInf};
+    const std::vector<double> h_in = {1.0 + e11,
+                                      1.0 + 3 * e11,
+                                      65504.0,
+                                      65519.0,
+                                      65520.0,
+                                      -70000.0,
+                                      std::ldexp(1.0, -24),
+                                      std::ldexp(1.0, -25),
+                                      std::ldexp(1.5, -25),
+                                      0.1,
+                                      -0.0,
+                                      kInf};
+    const std::vector<double> h_out = {
+        1.0, 1.0 + 2 * e10,        65504.0,         65504.0, kInf, -kInf, std::ldexp(1.0, -24),
+        0.0, std::ldexp(1.0, -24), 0.0999755859375, -0.0,    kInf};
     for (Dtype from : {Dtype::float32, Dtype::float64}) {
       EXPECT_EQ(convert(h_in, from, Dtype::float16), h_out) << dtype_name(from);
     }
@@ -485,6 +524,7 @@ TEST(Kernels, BinaryEveryOpDtypeAndLayout) {
       {&kContiguous, &kScalar, &kContiguous},     {&kScalar, &kContiguous, &kStrided},
       {&kBroadcast, &kContiguous, &kContiguous},  {&kBroadcast, &kOffset, &kTransposed},
       {&kTransposed, &kTransposed, &kTransposed}, {&kOffset, &kStrided, &kStrided},
+      {&kReversed, &kBroadcast, &kReversed},      {&kContiguous, &kReversed, &kContiguous},
   };
   for (BinaryOp op : kBinaryOps) {
     const bool cmp = op >= BinaryOp::eq;
@@ -515,12 +555,18 @@ TEST(Kernels, BinaryKnownValues) {
     std::vector<double> expected;
   };
   const std::vector<Case> cases = {
-      {BinaryOp::add, {10, -5, 4, kNan, kNan}},       {BinaryOp::sub, {2, -9, 0, kNan, kNan}},
-      {BinaryOp::mul, {24, -14, 4, kNan, kNan}},      {BinaryOp::div, {1.5, -3.5, 1, kNan, kNan}},
-      {BinaryOp::pow, {1296, 49, 4, kNan, kNan}},     {BinaryOp::maximum, {6, 2, 2, kNan, kNan}},
-      {BinaryOp::minimum, {4, -7, 2, kNan, kNan}},    {BinaryOp::eq, {0, 0, 1, 0, 0}},
-      {BinaryOp::ne, {1, 1, 0, 1, 1}},                {BinaryOp::lt, {0, 1, 0, 0, 0}},
-      {BinaryOp::le, {0, 1, 1, 0, 0}},                {BinaryOp::gt, {1, 0, 0, 0, 0}},
+      {BinaryOp::add, {10, -5, 4, kNan, kNan}},
+      {BinaryOp::sub, {2, -9, 0, kNan, kNan}},
+      {BinaryOp::mul, {24, -14, 4, kNan, kNan}},
+      {BinaryOp::div, {1.5, -3.5, 1, kNan, kNan}},
+      {BinaryOp::pow, {1296, 49, 4, kNan, kNan}},
+      {BinaryOp::maximum, {6, 2, 2, kNan, kNan}},
+      {BinaryOp::minimum, {4, -7, 2, kNan, kNan}},
+      {BinaryOp::eq, {0, 0, 1, 0, 0}},
+      {BinaryOp::ne, {1, 1, 0, 1, 1}},
+      {BinaryOp::lt, {0, 1, 0, 0, 0}},
+      {BinaryOp::le, {0, 1, 1, 0, 0}},
+      {BinaryOp::gt, {1, 0, 0, 0, 0}},
       {BinaryOp::ge, {1, 0, 1, 0, 0}},
   };
   ASSERT_EQ(cases.size(), kBinaryOps.size());
@@ -536,8 +582,8 @@ TEST(Kernels, BinaryKnownValues) {
             if (std::isnan(c.expected[i])) {
               EXPECT_TRUE(std::isnan(got[i])) << binary_name(c.op) << " " << i;
             } else {
-              EXPECT_EQ(got[i], c.expected[i]) << binary_name(c.op) << " " << i << " " << dtype_name(d) << " on "
-                                               << to_string(dev);
+              EXPECT_EQ(got[i], c.expected[i])
+                  << binary_name(c.op) << " " << i << " " << dtype_name(d) << " on " << to_string(dev);
             }
           }
         }
@@ -589,8 +635,10 @@ std::vector<double> reduce_values(ReduceOp op, Dtype d, int64_t n, uint64_t seed
     v = is_integral(d) ? draw(n, 0.0, 2.0, seed, true) : draw(n, 0.95, 1.05, seed);
     if (d != Dtype::uint8 && d != Dtype::bool_) {
       for (std::size_t i = 0; i < v.size(); ++i) {
-        if (is_integral(d)) v[i] = v[i] == 0 ? -1.0 : 1.0;
-        else if (i % 3 == 0) v[i] = -v[i];
+        if (is_integral(d))
+          v[i] = v[i] == 0 ? -1.0 : 1.0;
+        else if (i % 3 == 0)
+          v[i] = -v[i];
       }
     }
     return v;
@@ -621,7 +669,8 @@ TEST(Kernels, ReduceEveryOpDtypeAxesAndLayout) {
         for (const Shape& axes : reduce_axes()) {
           if (arg && axes.size() != 1) continue;
           Pair x = make_input(*layout, kSmall, d, reduce_values(op, d, layout->base(kSmall).numel(), 17, true));
-          const std::string what = reduce_name(op) + " over " + to_string(axes) + " of " + describe(layout->name, kSmall, d);
+          const std::string what =
+              reduce_name(op) + " over " + to_string(axes) + " of " + describe(layout->name, kSmall, d);
           run_reduce(op, x, axes, kContiguous, what);
           run_reduce(op, x, axes, kTransposed, what + " into a transposed output");
         }
@@ -697,6 +746,35 @@ TEST(Kernels, ReduceKnownValues) {
   }
 }
 
+TEST(Kernels, ManyDimensionsAndUnitAxes) {
+  const Shape shape{2, 1, 3, 2, 1, 2, 3};  // 7 axes: more than Shape keeps inline
+  for (const Layout* layout : kInputLayouts) {
+    const std::string where = describe(layout->name, shape, Dtype::float32);
+    Pair x = make_input(*layout, shape, Dtype::float32, 31);
+    Pair y = make_input(kTransposed, shape, Dtype::float32, 32);
+    expect_same({x.cpu.astype(Dtype::float64), x.ref.astype(Dtype::float64)}, 0.0, "astype " + where);
+    Pair u = make_output(kReversed, shape, Dtype::float32);
+    cpu_kernels().unary(UnaryOp::exp, x.cpu, u.cpu, 0, 0);
+    ref_kernels().unary(UnaryOp::exp, x.ref, u.ref, 0, 0);
+    expect_same(u, rtol_for(Dtype::float32), "exp " + where);
+    Pair b = make_output(kStrided, shape, Dtype::float32);
+    cpu_kernels().binary(BinaryOp::sub, x.cpu, y.cpu, b.cpu);
+    ref_kernels().binary(BinaryOp::sub, x.ref, y.ref, b.ref);
+    expect_same(b, rtol_for(Dtype::float32), "sub " + where);
+    for (const Shape& axes :
+         {Shape{}, Shape{1}, Shape{1, 4}, Shape{0, 2, 6}, Shape{3, 5}, Shape{0, 1, 2, 3, 4, 5, 6}}) {
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max}) {
+        run_reduce(op, x, axes, kContiguous, reduce_name(op) + " over " + to_string(axes) + " of " + where);
+        run_reduce(op, x, axes, kTransposed, reduce_name(op) + " over " + to_string(axes) + " of " + where);
+      }
+    }
+    for (int64_t axis : {1, 2, 6}) {
+      run_reduce(ReduceOp::argmax, x, {axis}, kContiguous, "argmax over " + std::to_string(axis) + " of " + where);
+      run_reduce(ReduceOp::argmin, x, {axis}, kReversed, "argmin over " + std::to_string(axis) + " of " + where);
+    }
+  }
+}
+
 // ---- above the parallel threshold, with 1 and 2 threads ------------------------------------------
 
 TEST_P(KernelsThreads, Astype) {
@@ -706,7 +784,7 @@ TEST_P(KernelsThreads, Astype) {
       {Dtype::bool_, Dtype::float32},   {Dtype::float64, Dtype::bool_},    {Dtype::int64, Dtype::int32},
       {Dtype::float32, Dtype::float32}};
   for (const auto& [src, dst] : pairs) {
-    for (const Layout* layout : {&kContiguous, &kStrided, &kTransposed, &kBroadcast}) {
+    for (const Layout* layout : {&kContiguous, &kStrided, &kTransposed, &kReversed, &kBroadcast}) {
       Pair in = make_input(*layout, kBig, src, draw(layout->base(kBig).numel(), 0.0, 200.0, 8));
       expect_same({in.cpu.astype(dst), in.ref.astype(dst)}, 0.0,
                   "astype " + describe(layout->name, kBig, src) + " -> " + std::string(dtype_name(dst)));
@@ -722,8 +800,9 @@ TEST_P(KernelsThreads, AssignAndFill) {
         Pair out = make_output(*out_layout, kBig, d);
         out.cpu.assign(in.cpu);
         out.ref.assign(in.ref);
-        expect_same(out, 0.0, "assign " + describe(in_layout->name, kBig, Dtype::float64) + " into " +
-                                  describe(out_layout->name, kBig, d));
+        expect_same(out, 0.0,
+                    "assign " + describe(in_layout->name, kBig, Dtype::float64) + " into " +
+                        describe(out_layout->name, kBig, d));
       }
       Pair out = make_output(*out_layout, kBig, d);
       out.cpu.fill(1.5);
@@ -762,7 +841,8 @@ TEST_P(KernelsThreads, Binary) {
     cpu_kernels().binary(op, a.cpu, b.cpu, out.cpu);
     ref_kernels().binary(op, a.ref, b.ref, out.ref);
     expect_same(out, rtol_for(od),
-                binary_name(op) + " " + describe(la.name, shape, d) + " with " + lb.name + " -> " + std::string(dtype_name(od)));
+                binary_name(op) + " " + describe(la.name, shape, d) + " with " + lb.name + " -> " +
+                    std::string(dtype_name(od)));
   };
   for (BinaryOp op : kBinaryOps) run(op, Dtype::float32, kContiguous, kContiguous, kBig, Dtype::float32);
   for (BinaryOp op : {BinaryOp::add, BinaryOp::mul, BinaryOp::div, BinaryOp::maximum, BinaryOp::lt}) {
@@ -796,18 +876,20 @@ TEST_P(KernelsThreads, Reduce) {
   }
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::argmin}) {
     const bool arg = op == ReduceOp::argmin;
-    for (const Layout* layout : {&kStrided, &kTransposed, &kBroadcast}) {
+    for (const Layout* layout : {&kStrided, &kTransposed, &kReversed, &kBroadcast}) {
       Pair x = make_input(*layout, kBig, Dtype::float64,
                           reduce_values(op, Dtype::float64, layout->base(kBig).numel(), 20, true));
       for (const Shape& axes : reduce_axes()) {
         if (arg && axes.size() != 1) continue;
-        run_reduce(op, x, axes, kContiguous,
-                   reduce_name(op) + " over " + to_string(axes) + " of " + describe(layout->name, kBig, Dtype::float64));
+        run_reduce(
+            op, x, axes, kContiguous,
+            reduce_name(op) + " over " + to_string(axes) + " of " + describe(layout->name, kBig, Dtype::float64));
       }
     }
   }
   Pair b = make_input(kContiguous, kBig, Dtype::bool_, 23);
-  for (const Shape& axes : {Shape{0}, Shape{2}, Shape{0, 1, 2}}) run_reduce(ReduceOp::sum, b, axes, kContiguous, "sum of bool");
+  for (const Shape& axes : {Shape{0}, Shape{2}, Shape{0, 1, 2}})
+    run_reduce(ReduceOp::sum, b, axes, kContiguous, "sum of bool");
   Pair t = make_input(kContiguous, kBig, Dtype::float32, 24);
   run_reduce(ReduceOp::sum, t, {1}, kTransposed, "sum into a transposed output");
   run_reduce(ReduceOp::argmax, t, {0}, kTransposed, "argmax into a transposed output");
@@ -821,4 +903,6 @@ TEST_P(KernelsThreads, Reduce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, KernelsThreads, ::testing::Values(1, 2),
-                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param) + "thread"; });
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "thread";
+                         });

@@ -80,7 +80,9 @@ Array signed_away_from_zero(const Shape& shape, double lo, double hi, uint64_t s
   return Array::from_vector(v, shape);
 }
 
-std::vector<double> values(const Variable& v) { return v.array().to(Device::cpu()).to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to(Device::cpu()).to_vector<double>();
+}
 
 void expect_values(const Variable& v, const std::vector<double>& expected, double tol = 1e-12) {
   const auto got = values(v);
@@ -198,17 +200,19 @@ TEST(BasicMathGrad, BinarySameShape) {
 }
 
 TEST(BasicMathGrad, BinaryBroadcast) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3, 1, 4}, {5, 4}}, {{5, 4}, {3, 1, 4}}, {{2, 3}, {}}, {{}, {2, 3}}, {{4, 1}, {1, 3}}, {{2, 3}, {3}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{3, 1, 4}, {5, 4}}, {{5, 4}, {3, 1, 4}}, {{2, 3}, {}},
+                                                      {{}, {2, 3}},        {{4, 1}, {1, 3}},    {{2, 3}, {3}}};
   for (const auto& b : binaries()) {
-    for (const auto& [sa, sb] : cases) expect_gradients(b.name, wrap(b.fn), binary_inputs(b.name, sa, sb, Dtype::float64, 7));
+    for (const auto& [sa, sb] : cases)
+      expect_gradients(b.name, wrap(b.fn), binary_inputs(b.name, sa, sb, Dtype::float64, 7));
   }
 }
 
 TEST(BasicMathGrad, BinarySizeZero) {
   const std::vector<std::pair<Shape, Shape>> cases = {{{0, 4}, {4}}, {{3, 0, 1}, {5}}, {{0}, {}}, {{2, 0}, {2, 0}}};
   for (const auto& b : binaries()) {
-    for (const auto& [sa, sb] : cases) expect_gradients(b.name, wrap(b.fn), binary_inputs(b.name, sa, sb, Dtype::float64, 8));
+    for (const auto& [sa, sb] : cases)
+      expect_gradients(b.name, wrap(b.fn), binary_inputs(b.name, sa, sb, Dtype::float64, 8));
   }
 }
 
@@ -311,15 +315,17 @@ TEST(BasicMathBackends, UnaryCpuMatchesReference) {
     for (const Shape& s : {Shape{3, 4}, Shape{170, 200}, Shape{}, Shape{0, 5}}) {
       expect_cpu_matches_reference(f, {u.input(s, 4).astype(Dtype::float32)});
     }
-    expect_cpu_matches_reference(f, {rensa::testing::make_noncontiguous(u.input({170, 200}, 5).astype(Dtype::float32))});
+    expect_cpu_matches_reference(f,
+                                 {rensa::testing::make_noncontiguous(u.input({170, 200}, 5).astype(Dtype::float32))});
     expect_cpu_matches_reference(f, {u.input({5, 6}, 6).astype(Dtype::float32).transpose()});
   }
 }
 
 TEST(BasicMathBackends, BinaryCpuMatchesReference) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{3, 4}, {3, 4}},      {{3, 1, 4}, {5, 4}}, {{170, 200}, {170, 200}}, {{220, 1, 160}, {160}},
-      {{1, 200}, {180, 1}},  {{34000}, {}},       {{}, {34000}},            {{0, 3}, {3}}};
+      {{3, 4}, {3, 4}},       {{3, 1, 4}, {5, 4}},  {{170, 200}, {170, 200}},
+      {{220, 1, 160}, {160}}, {{1, 200}, {180, 1}}, {{34000}, {}},
+      {{}, {34000}},          {{0, 3}, {3}}};
   for (const auto& b : binaries()) {
     SCOPED_TRACE(b.name);
     for (const auto& [sa, sb] : cases) {
@@ -327,8 +333,10 @@ TEST(BasicMathBackends, BinaryCpuMatchesReference) {
       expect_cpu_matches_reference(wrap(b.fn), binary_inputs(b.name, sa, sb, Dtype::float32, 12));
     }
     auto xs = binary_inputs(b.name, {170, 200}, {170, 200}, Dtype::float32, 13);
-    expect_cpu_matches_reference(wrap(b.fn), {rensa::testing::make_noncontiguous(xs[0]), rensa::testing::make_noncontiguous(xs[1])});
-    expect_cpu_matches_reference(wrap(b.fn), {xs[0].transpose(), rensa::testing::make_noncontiguous(xs[1]).transpose()});
+    expect_cpu_matches_reference(
+        wrap(b.fn), {rensa::testing::make_noncontiguous(xs[0]), rensa::testing::make_noncontiguous(xs[1])});
+    expect_cpu_matches_reference(wrap(b.fn),
+                                 {xs[0].transpose(), rensa::testing::make_noncontiguous(xs[1]).transpose()});
   }
 }
 
@@ -485,7 +493,8 @@ TEST(BasicMathValues, NanPropagation) {
 TEST(BasicMathValues, SpecialValues) {
   const double inf = std::numeric_limits<double>::infinity();
   Variable x(Array::from_vector<double>({0.0, -1.0, inf, -inf}));
-  expect_values(F::log(x), {-inf, std::numeric_limits<double>::quiet_NaN(), inf, std::numeric_limits<double>::quiet_NaN()});
+  expect_values(F::log(x),
+                {-inf, std::numeric_limits<double>::quiet_NaN(), inf, std::numeric_limits<double>::quiet_NaN()});
   expect_values(F::exp(x), {1.0, std::exp(-1.0), inf, 0.0});
   expect_values(F::abs(x), {0.0, 1.0, inf, inf});
   expect_values(F::clip(x, -2.0, 2.0), {0.0, -1.0, 2.0, -2.0});
@@ -503,7 +512,7 @@ TEST(BasicMathErrors, ShapeMismatchNamesFunctionAndShapes) {
   }
   expect_error<ShapeError>([&] { a + b; }, {"add", "(2, 3)", "(4,)"});
   expect_error<ShapeError>([&] { a - b; }, {"sub", "(2, 3)", "(4,)"});
-  expect_error<ShapeError>([&] { a * b; }, {"mul", "(2, 3)", "(4,)"});
+  expect_error<ShapeError>([&] { a* b; }, {"mul", "(2, 3)", "(4,)"});
   expect_error<ShapeError>([&] { a / b; }, {"div", "(2, 3)", "(4,)"});
 }
 
@@ -515,9 +524,12 @@ TEST(BasicMathErrors, DtypeMismatch) {
   Variable i32(Array::ones({2}, Dtype::int32));
   // The scalar overloads and neg are defined on integers too; these are not.
   const std::vector<std::pair<std::string, Fn1>> floating_only = {
-      {"exp", [](const Variable& x) { return F::exp(x); }},     {"log", [](const Variable& x) { return F::log(x); }},
-      {"sqrt", [](const Variable& x) { return F::sqrt(x); }},   {"square", [](const Variable& x) { return F::square(x); }},
-      {"abs", [](const Variable& x) { return F::abs(x); }},     {"clip", [](const Variable& x) { return F::clip(x, 0, 1); }},
+      {"exp", [](const Variable& x) { return F::exp(x); }},
+      {"log", [](const Variable& x) { return F::log(x); }},
+      {"sqrt", [](const Variable& x) { return F::sqrt(x); }},
+      {"square", [](const Variable& x) { return F::square(x); }},
+      {"abs", [](const Variable& x) { return F::abs(x); }},
+      {"clip", [](const Variable& x) { return F::clip(x, 0, 1); }},
       {"pow", [](const Variable& x) { return F::pow(x, 2.0); }},
   };
   for (const auto& [name, fn] : floating_only) expect_error<DtypeError>([&] { fn(i32); }, {name, "int32", "(2,)"});

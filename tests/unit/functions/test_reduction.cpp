@@ -87,7 +87,9 @@ void expect_gradients(const std::string& label, const TestFunction& f, const Arr
   }
 }
 
-std::vector<double> values(const Variable& v) { return v.array().to(Device::cpu()).to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to(Device::cpu()).to_vector<double>();
+}
 
 void expect_values(const Variable& v, const std::vector<double>& expected, double tol = 1e-12) {
   const auto got = values(v);
@@ -104,7 +106,7 @@ void expect_values(const Variable& v, const std::vector<double>& expected, doubl
 }
 
 const std::vector<Shape>& axis_sets() {
-  static const std::vector<Shape> list = {{},     {0},    {1},     {2},       {-1},     {0, 1},
+  static const std::vector<Shape> list = {{},     {0},    {1},     {2},       {-1},    {0, 1},
                                           {1, 2}, {0, 2}, {2, -3}, {0, 1, 2}, {-1, -2}};
   return list;
 }
@@ -141,15 +143,18 @@ TEST(ReductionGrad, SizeZero) {
   for (const auto& r : reductions()) {
     const Array x = input_for(r, {0, 3, 4}, 3);
     for (const Shape& axes : {Shape{1}, Shape{2}, Shape{1, 2}}) {
-      TestFunction f = [&r, axes](const std::vector<Variable>& v) { return std::vector<Variable>{r.fn(v[0], axes, false)}; };
+      TestFunction f = [&r, axes](const std::vector<Variable>& v) {
+        return std::vector<Variable>{r.fn(v[0], axes, false)};
+      };
       expect_gradients(std::string(r.name) + " " + describe(x, axes, false), f, x);
     }
   }
   // sum over an empty axis is 0 and its gradient is empty.
   TestFunction s = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::sum(v[0], {1})}; };
   expect_gradients("sum over a size-0 axis", s, randn({3, 0, 2}));
-  expect_gradients("sum of an empty array", [](const std::vector<Variable>& v) { return std::vector<Variable>{F::sum(v[0])}; },
-                   randn({0, 4}));
+  expect_gradients(
+      "sum of an empty array", [](const std::vector<Variable>& v) { return std::vector<Variable>{F::sum(v[0])}; },
+      randn({0, 4}));
 }
 
 TEST(ReductionGrad, SumTo) {
@@ -302,8 +307,8 @@ TEST(ReductionValues, Known) {
   expect_values(F::max(x), {6});
   expect_values(F::max(x, {0}), {4, 5, 6});
   expect_values(F::min(x, {1}), {1, 4});
-  expect_values(F::logsumexp(x, {1}), {std::log(std::exp(1) + std::exp(2) + std::exp(3)),
-                                       std::log(std::exp(4) + std::exp(5) + std::exp(6))});
+  expect_values(F::logsumexp(x, {1}),
+                {std::log(std::exp(1) + std::exp(2) + std::exp(3)), std::log(std::exp(4) + std::exp(5) + std::exp(6))});
   expect_values(F::sum_to(x, {1, 3}), {5, 7, 9});
   expect_values(F::sum_to(x, {2, 1}), {6, 15});
   expect_values(F::sum_to(x, {3}), {5, 7, 9});
@@ -428,7 +433,9 @@ TEST(ReductionValues, LogsumexpStability) {
   for (Device dev : {Device::cpu(), Device::reference()}) {
     for (Dtype d : {Dtype::float32, Dtype::float64}) {
       SCOPED_TRACE(to_string(dev) + " " + std::string(dtype_name(d)));
-      auto lse = [&](const std::vector<double>& v) { return F::logsumexp(Variable(Array::from_vector(v).astype(d).to(dev))); };
+      auto lse = [&](const std::vector<double>& v) {
+        return F::logsumexp(Variable(Array::from_vector(v).astype(d).to(dev)));
+      };
       const double tol = d == Dtype::float32 ? 1e-6 : 1e-12;
       expect_values(lse({1000.0}), {1000.0}, tol);
       expect_values(lse({1000.0, 1000.0}), {1000.0 + std::log(2.0)}, tol);

@@ -1,0 +1,28 @@
+#pragma once
+/// \file
+/// Datasets (Chainer's): random access to examples; an example is a tuple of arrays (x, t, ...).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "rensa/core/array.h"
+
+namespace rensa::datasets {
+
+/// One example: its columns (e.g. {image, label}); labels are 0-d arrays.
+using Example = std::vector<Array>;
+
+/// Random-access dataset. get_example must be safe to call from several threads at once.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  /// Example `i` in [0, size()); IndexError otherwise.
+  virtual Example get_example(int64_t i) const = 0;
+};
+
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+}  // namespace rensa::datasets

@@ -1,0 +1,42 @@
+#pragma once
+/// \file
+/// Dataset iterators: batches of examples, epochs, and serializable positions.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "rensa/datasets/dataset.h"
+#include "rensa/serializers/serializer.h"
+
+namespace rensa::iterators {
+
+using Batch = std::vector<datasets::Example>;
+
+/// Iterates a dataset in batches.
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  /// The next batch; std::nullopt when a non-repeating iterator has finished its epoch.
+  virtual std::optional<Batch> next() = 0;
+  /// The next batch stacked by datasets::concat_examples into one host array per column;
+  /// std::nullopt when finished. Iterators may prepare the arrays ahead (MultithreadIterator).
+  virtual std::optional<std::vector<Array>> next_arrays();
+  /// Completed epochs.
+  virtual int64_t epoch() const = 0;
+  /// Epochs as a real number (epoch + fraction of the current one).
+  virtual double epoch_detail() const = 0;
+  /// epoch_detail() as it was before the last next(); std::nullopt before the first next()
+  /// (interval triggers use it to see a boundary crossed). Iterators that do not track it return
+  /// std::nullopt.
+  virtual std::optional<double> previous_epoch_detail() const { return std::nullopt; }
+  /// True right after the batch that completed an epoch.
+  virtual bool is_new_epoch() const = 0;
+  virtual int64_t batch_size() const = 0;
+  /// Restarts from the beginning (same order as a fresh iterator with the same seed).
+  virtual void reset() = 0;
+  /// Saves/loads the position, order and random state.
+  virtual void serialize(serializers::Serializer& s) = 0;
+};
+
+}  // namespace rensa::iterators

@@ -1,0 +1,72 @@
+#pragma once
+/// \file
+/// MultithreadIterator: worker threads read the examples of the next batches while the model
+/// computes (Chainer's MultithreadIterator).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "rensa/datasets/dataset.h"
+#include "rensa/iterators/iterator.h"
+#include "rensa/iterators/serial_iterator.h"
+
+namespace rensa::iterators {
+
+/// Options of MultithreadIterator.
+struct MultithreadIteratorOptions {
+  /// As SerialIteratorOptions::repeat.
+  bool repeat = true;
+  /// As SerialIteratorOptions::shuffle.
+  bool shuffle = true;
+  /// As SerialIteratorOptions::seed.
+  std::optional<uint64_t> seed;
+  /// Worker threads (>= 1). They run kernels single-threaded, leaving the cores to the model.
+  int n_threads = 1;
+  /// Batches fetched ahead of the one returned (>= 1).
+  int n_prefetch = 1;
+  /// Let the workers also stack each batch (concat_examples), so next_arrays() returns at once.
+  bool stack = false;
+};
+
+/// Gives exactly the batches (and epoch, epoch_detail, is_new_epoch, serialized state) of a
+/// SerialIterator with the same dataset, batch size, repeat, shuffle and seed, but reads them on
+/// `n_threads` worker threads, `n_prefetch` batches ahead. The workers start at the first next()
+/// and stop in the destructor (which waits for get_example calls in progress). An exception
+/// thrown by the dataset is rethrown by the next()/next_arrays() that returns its batch (the
+/// iterator has then moved past that batch, as SerialIterator does). Not itself thread-safe: call
+/// it from one thread.
+class MultithreadIterator final : public Iterator {
+ public:
+  /// ValueError as SerialIterator, and when n_threads or n_prefetch < 1.
+  MultithreadIterator(datasets::DatasetPtr dataset, int64_t batch_size, MultithreadIteratorOptions options = {});
+  ~MultithreadIterator() override;
+  MultithreadIterator(const MultithreadIterator&) = delete;
+  MultithreadIterator& operator=(const MultithreadIterator&) = delete;
+
+  std::optional<Batch> next() override;
+  /// The next batch stacked; prepared by the workers when options.stack is set.
+  std::optional<std::vector<Array>> next_arrays() override;
+  int64_t epoch() const override;
+  double epoch_detail() const override;
+  std::optional<double> previous_epoch_detail() const override;
+  bool is_new_epoch() const override;
+  int64_t batch_size() const override;
+  /// Drops the batches fetched ahead and restarts from the beginning.
+  void reset() override;
+  /// Saves the state of the last returned batch; loading drops the batches fetched ahead.
+  void serialize(serializers::Serializer& s) override;
+
+  int64_t current_position() const;
+  bool repeat() const;
+  bool shuffle() const;
+  uint64_t seed() const;
+  const datasets::DatasetPtr& dataset() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rensa::iterators

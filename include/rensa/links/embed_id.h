@@ -1,0 +1,57 @@
+#pragma once
+/// \file
+/// EmbedID: a lookup table of vectors indexed by integer ids (Chainer's L.EmbedID), and the
+/// embed_id function it applies.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "rensa/core/array.h"
+#include "rensa/core/random.h"
+#include "rensa/core/variable.h"
+#include "rensa/links/initializers.h"
+#include "rensa/links/link.h"
+
+namespace rensa::functions {
+
+/// y[i..., :] = W[x[i...], :] for integer ids x (any shape, int32/int64) and W (in_size,
+/// out_size); y has shape x.shape + (out_size,) and W's dtype. Ids equal to `ignore_label` give
+/// zero rows and no gradient. Differentiable in W (the gradient scatter-adds the rows of gy; its
+/// own gradient gathers again, so double backprop works). Ids outside [0, in_size) throw
+/// IndexError; a non-integer x or non-floating W throws DtypeError; W not 2-d throws ShapeError.
+/// Host devices (cpu, reference) only.
+Variable embed_id(const Array& x, const Variable& W, std::optional<int64_t> ignore_label = std::nullopt);
+
+}  // namespace rensa::functions
+
+namespace rensa::links {
+
+/// Options of EmbedID.
+struct EmbedIDOptions {
+  /// Ids equal to this give zero vectors (and no gradient).
+  std::optional<int64_t> ignore_label = std::nullopt;
+  /// Initializer of W; null means Normal(1.0).
+  std::shared_ptr<const initializers::Initializer> initialW = nullptr;
+  /// Seed of the generator drawing W; unset: the thread's default generator.
+  std::optional<uint64_t> seed = std::nullopt;
+};
+
+/// Embedding layer: parameter W (in_size, out_size) of the Config dtype; forward(x) maps integer
+/// ids x to rows of W (functions::embed_id).
+class EmbedID : public Link {
+ public:
+  EmbedID(int64_t in_size, int64_t out_size, EmbedIDOptions options = {});
+  /// Rows of W for the ids in x (x's array must be int32 or int64).
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  const Variable& W() const { return W_; }
+  std::optional<int64_t> ignore_label() const { return ignore_label_; }
+
+ private:
+  std::optional<int64_t> ignore_label_;
+  Variable W_;
+};
+
+}  // namespace rensa::links

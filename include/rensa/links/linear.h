@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// Linear: the fully connected layer y = x W^T + b (Chainer's L.Linear), with lazy in_size.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "rensa/core/random.h"
+#include "rensa/links/initializers.h"
+#include "rensa/links/link.h"
+
+namespace rensa::links {
+
+/// Options of Linear.
+struct LinearOptions {
+  /// No bias parameter.
+  bool nobias = false;
+  /// Initializer of W; null means LeCunNormal().
+  std::shared_ptr<const initializers::Initializer> initialW = nullptr;
+  /// Initializer of b; null means zeros.
+  std::shared_ptr<const initializers::Initializer> initial_bias = nullptr;
+  /// Seed of the link's own generator for drawing parameters (also at lazy initialization). Unset:
+  /// the calling thread's default generator (rensa::default_generator()) at the time of drawing.
+  std::optional<uint64_t> seed = std::nullopt;
+};
+
+/// Fully connected layer: parameters W (out_size, in_size) and b (out_size,), created with the
+/// Config dtype in force at construction, on the link's device. forward(x) is
+/// functions::linear(x, W, b): x (N, ...) is read as (N, -1).
+class Linear : public Link {
+ public:
+  /// A layer with known input size.
+  Linear(int64_t in_size, int64_t out_size, LinearOptions options = {});
+  /// A layer whose in_size is inferred from the first input (W is uninitialized until then; b is
+  /// created now).
+  explicit Linear(int64_t out_size, LinearOptions options = {});
+
+  /// y = x W^T + b. Initializes W from x's shape at the first call when in_size is unknown.
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  /// The weight (out_size, in_size); its array is null until initialized.
+  const Variable& W() const { return W_; }
+  /// The bias (out_size,), or a null Variable with nobias.
+  const Variable& b() const { return b_; }
+  /// Input size, or -1 while it is not yet known.
+  int64_t in_size() const { return in_size_; }
+  int64_t out_size() const { return out_size_; }
+
+ private:
+  void initialize_W(int64_t in_size);
+  Generator& generator();
+
+  int64_t in_size_ = -1;
+  int64_t out_size_;
+  Dtype dtype_;
+  std::shared_ptr<const initializers::Initializer> initialW_;
+  std::optional<Generator> gen_;
+  Variable W_, b_;
+};
+
+}  // namespace rensa::links

@@ -1,0 +1,166 @@
+#pragma once
+/// \file
+/// Link, Chain and ChainList: named parameters and persistent values, nested by name (Chainer's
+/// model structure). `namedparams()` gives stable paths like "/l1/W", the order in which
+/// data-parallel training packs gradients.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rensa/core/array.h"
+#include "rensa/core/variable.h"
+#include "rensa/serializers/serializer.h"
+
+namespace rensa {
+
+/// A layer: owns parameters (Variables that require grad) and persistent values (Arrays such as
+/// batch-norm statistics), each registered by name. Links are identity objects: not copyable or
+/// movable (copy values with copyparams).
+class Link {
+ public:
+  Link() = default;
+  virtual ~Link() = default;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  /// Registers parameter `name`. A null `init` leaves it uninitialized (lazy: the link sets its
+  /// array at the first forward). Returns the registered variable (a handle: it aliases the
+  /// stored one). ValueError for a duplicate or empty name, or one containing '/'.
+  Variable add_param(const std::string& name, Array init = Array());
+  /// Registers persistent value `name` (saved and loaded, not trained).
+  void add_persistent(const std::string& name, Array value);
+  /// The persistent value `name` (ValueError if absent). Assigning to the returned reference
+  /// replaces it.
+  Array& persistent(const std::string& name);
+  /// The parameter `name` of this link (not of children); ValueError if absent.
+  Variable param(const std::string& name) const;
+
+  /// Parameters of this link and all descendants with their paths ("/W", "/l1/W"), in
+  /// registration order, depth first. Uninitialized parameters are included unless
+  /// `include_uninit` is false.
+  std::vector<std::pair<std::string, Variable>> namedparams(bool include_uninit = true) const;
+  std::vector<Variable> params(bool include_uninit = true) const;
+  /// Persistent values with their paths.
+  std::vector<std::pair<std::string, Array*>> namedpersistents();
+  /// Direct children with their names (empty for a plain Link).
+  virtual std::vector<std::pair<std::string, Link*>> children() const { return {}; }
+  /// All links below this one with their paths ("/", "/l1", ...), this one first.
+  std::vector<std::pair<std::string, Link*>> namedlinks();
+
+  /// Sets every parameter's gradient to null.
+  void cleargrads();
+  /// Sets every parameter's gradient to zeros (initialized parameters only).
+  void zerograds();
+  /// Copies parameter values (and, with `copy_persistent`, persistent values) from `other` into
+  /// this link's arrays in place, converting dtype and device. The structures must match: ValueError
+  /// naming the first differing path, ShapeError naming the path and both shapes. An uninitialized
+  /// parameter here adopts a copy of the initialized one; both uninitialized is fine; only `other`'s
+  /// uninitialized is a ValueError.
+  void copyparams(const Link& other, bool copy_persistent = true);
+  /// Adds `other`'s gradients to this link's gradients (same structure, as copyparams). Parameters
+  /// of `other` without a gradient are skipped; a parameter here without one gets a copy.
+  void addgrads(const Link& other);
+  /// Moves parameters, gradients and persistent values of this link and its descendants to
+  /// `device`. The parameter (and gradient) Variable objects stay the same, so handles held
+  /// elsewhere (optimizers, members) keep aliasing them.
+  void to_device(Device device);
+  /// The device of the parameters (cpu when none is initialized).
+  Device device() const { return device_; }
+  /// Number of parameter elements (initialized parameters).
+  int64_t count_params() const;
+
+  /// Saves/loads parameters (by name), persistent values and children (through s.child(name)).
+  /// Uninitialized parameters are skipped when saving and adopt the stored array (moved to this
+  /// link's device) when loading.
+  virtual void serialize(serializers::Serializer& s);
+
+  /// The forward of a single-input link; NotImplementedError unless overridden.
+  virtual Variable forward(const Variable& x);
+  /// The forward of a link taking several inputs (Classifier takes x and t). By default calls the
+  /// single-input forward when given one input.
+  virtual Variable forward(const std::vector<Variable>& inputs);
+  Variable operator()(const Variable& x) { return forward(x); }
+  Variable operator()(const std::vector<Variable>& inputs) { return forward(inputs); }
+
+  /// Optional name used in reports (set by the optimizer/updater: "main").
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+ protected:
+  /// Throws ValueError (naming `op`) unless `name` is non-empty, has no '/', and is not yet used by
+  /// a parameter, persistent value or child of this link.
+  void check_new_name(const char* op, const std::string& name) const;
+
+  /// Device new parameters should be created on.
+  Device device_ = Device::cpu();
+
+ private:
+  void collect_params(const std::string& prefix, bool include_uninit,
+                      std::vector<std::pair<std::string, Variable>>& out) const;
+  void collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Array*>>& out) const;
+
+  std::vector<std::pair<std::string, Variable>> params_;
+  std::vector<std::pair<std::string, Array>> persistents_;
+  std::string name_;
+};
+
+/// A link whose children are named links.
+class Chain : public Link {
+ public:
+  /// Registers `link` (owned elsewhere, e.g. a member) as child `name`. ValueError for a bad or
+  /// used name (see add_param), for a link that is already a child of this chain, or for the chain
+  /// itself.
+  void add_link(const std::string& name, Link& link);
+  /// Registers and owns `link` (ValueError for a null pointer).
+  void add_link(const std::string& name, std::shared_ptr<Link> link);
+  std::vector<std::pair<std::string, Link*>> children() const override;
+  /// The child `name`; ValueError if absent.
+  Link& child(const std::string& name) const;
+
+ private:
+  std::vector<std::pair<std::string, Link*>> children_;
+  std::vector<std::shared_ptr<Link>> owned_;
+};
+
+/// A link whose children are numbered "0", "1", ...
+class ChainList : public Link {
+ public:
+  /// Appends `link` (owned elsewhere) as child "<size()>"; ValueError when it is already a child.
+  void append(Link& link);
+  /// Appends and owns `link`.
+  void append(std::shared_ptr<Link> link);
+  std::size_t size() const { return children_.size(); }
+  /// Child i; IndexError when out of range.
+  Link& operator[](std::size_t i) const;
+  std::vector<std::pair<std::string, Link*>> children() const override;
+
+ private:
+  std::vector<Link*> children_;
+  std::vector<std::shared_ptr<Link>> owned_;
+};
+
+/// A ChainList applied in order; entries are links or plain functions (activations). Only the
+/// links are children (numbered "0", "1", ... in the order they were added); links appended with
+/// ChainList::append are children but not steps.
+class Sequential : public ChainList {
+ public:
+  Sequential() = default;
+  /// Appends a link step (owned).
+  Sequential& add(std::shared_ptr<Link> link);
+  /// Appends a link step owned elsewhere.
+  Sequential& add(Link& link);
+  /// Appends a function step; ValueError for an empty function.
+  Sequential& add(std::function<Variable(const Variable&)> fn);
+  /// Applies the steps in order (the identity when there are none).
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+ private:
+  // Each step is either a child link (index into the ChainList) or a function.
+  std::vector<std::pair<int, std::function<Variable(const Variable&)>>> steps_;
+};
+
+}  // namespace rensa

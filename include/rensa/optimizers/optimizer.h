@@ -1,0 +1,123 @@
+#pragma once
+/// \file
+/// Optimizers (Chainer's model): an Optimizer holds named hyperparameters and one UpdateRule per
+/// parameter (with its state), and runs hooks on the gradients before updating.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rensa/core/variable.h"
+#include "rensa/links/link.h"
+#include "rensa/serializers/serializer.h"
+
+namespace rensa::optimizers {
+
+class Optimizer;
+
+/// Per-parameter update: owns the parameter's state arrays (moments, ...). `update` applies one
+/// step in place, in one fused pass over the parameter's buffer.
+class UpdateRule {
+ public:
+  virtual ~UpdateRule() = default;
+  /// Updates `param` from its gradient (a null gradient skips the parameter).
+  virtual void update(const Variable& param) = 0;
+  /// Saves/loads the state (moments, step count).
+  virtual void serialize(serializers::Serializer& s) = 0;
+  /// The state arrays by their serialized names ("m", "v", ...); empty before the first update.
+  virtual std::vector<std::pair<std::string, Array>> state() const { return {}; }
+  /// Number of updates applied.
+  int64_t t = 0;
+  /// False to freeze the parameter.
+  bool enabled = true;
+};
+
+/// Runs on the whole model's gradients before the update (WeightDecay, GradientClipping, ...).
+class OptimizerHook {
+ public:
+  virtual ~OptimizerHook() = default;
+  virtual const char* name() const = 0;
+  /// Called with the optimizer after gradients are computed, before any parameter is updated.
+  virtual void operator()(Optimizer& optimizer) = 0;
+};
+
+/// Base of all optimizers.
+class Optimizer {
+ public:
+  Optimizer() = default;
+  virtual ~Optimizer() = default;
+  // Rules refer back to their optimizer's hyperparameters: an optimizer stays where it was made.
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// Attaches the optimizer to `link` (kept by reference: it must outlive the optimizer) and
+  /// creates a rule for each of its parameters; rules of a previous target are dropped.
+  virtual void setup(Link& link);
+  /// The link being optimized (nullptr before setup).
+  Link* target() const { return target_; }
+
+  /// Updates every parameter from its current gradient: hooks first, then t is incremented and
+  /// each initialized parameter with a gradient goes through its rule (parameters without a
+  /// gradient are left alone). ValueError before setup().
+  virtual void update();
+  /// Computes the loss with `loss_fn`, clears gradients, backpropagates, then update().
+  virtual void update(const std::function<Variable()>& loss_fn);
+
+  /// Adds a hook, run in the order added. ValueError for a null hook or a duplicate name.
+  void add_hook(std::shared_ptr<OptimizerHook> hook);
+  /// Removes the hook `name`; ValueError naming the registered hooks if there is none.
+  void remove_hook(const std::string& name);
+  /// The hooks in the order they run.
+  const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
+
+  /// Hyperparameter `name` ("lr", "alpha", "momentum", ...); ValueError naming the valid ones.
+  /// Booleans (Adam's "amsgrad") read as 0 or 1.
+  double hyperparam(const std::string& name) const;
+  /// Changes hyperparameter `name` (extensions such as ExponentialShift use this); it takes effect
+  /// at the next update. ValueError naming the valid ones for an unknown name.
+  void set_hyperparam(const std::string& name, double value);
+  bool has_hyperparam(const std::string& name) const;
+  /// All hyperparameters by name.
+  const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
+  /// The learning rate in effect (Adam's depends on t); what observe_lr reports. ValueError for an
+  /// optimizer without "lr" that does not override it.
+  virtual double lr() const;
+
+  /// Number of update() calls so far.
+  int64_t t() const { return t_; }
+  /// Epochs seen (advanced by new_epoch()).
+  int64_t epoch() const { return epoch_; }
+  virtual void new_epoch() { ++epoch_; }
+
+  /// The rule of a parameter of the target (created on setup, or on first use for parameters
+  /// added later); nullptr for a variable that is not a parameter of the target.
+  UpdateRule* rule(const Variable& param);
+
+  /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
+  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W").
+  virtual void serialize(serializers::Serializer& s);
+
+ protected:
+  /// Declares a hyperparameter with its default; returns its slot, which stays valid for the
+  /// optimizer's lifetime (rules read hyperparameters through it at each update).
+  const double* declare_hyperparam(const std::string& name, double value);
+  virtual std::unique_ptr<UpdateRule> create_update_rule() = 0;
+  /// Calls fn(path, param, rule) for each parameter, creating rules as needed.
+  void for_each_param(const std::function<void(const std::string&, const Variable&, UpdateRule&)>& fn);
+
+  std::map<std::string, double> hyperparams_;
+  /// The class name used in error messages ("Adam", ...).
+  const char* optimizer_name_ = "Optimizer";
+  Link* target_ = nullptr;
+  int64_t t_ = 0;
+  int64_t epoch_ = 0;
+
+ private:
+  std::vector<std::shared_ptr<OptimizerHook>> hooks_;
+  std::map<const ::rensa::detail::VariableImpl*, std::unique_ptr<UpdateRule>> rules_;
+};
+
+}  // namespace rensa::optimizers

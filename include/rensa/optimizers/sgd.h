@@ -1,0 +1,52 @@
+#pragma once
+/// \file
+/// Stochastic gradient descent and its momentum variants (Chainer's SGD, MomentumSGD, NesterovAG).
+
+#include <memory>
+
+#include "rensa/optimizers/optimizer.h"
+
+namespace rensa::optimizers {
+
+/// Plain SGD: param -= lr * grad. Hyperparameter: "lr" (default 0.01). No state.
+class SGD : public Optimizer {
+ public:
+  explicit SGD(double lr = 0.01);
+
+ protected:
+  std::unique_ptr<UpdateRule> create_update_rule() override;
+
+ private:
+  const double* lr_;
+};
+
+/// SGD with momentum: v = momentum * v - lr * grad; param += v. Hyperparameters: "lr" (0.01),
+/// "momentum" (0.9). State: "v".
+class MomentumSGD : public Optimizer {
+ public:
+  explicit MomentumSGD(double lr = 0.01, double momentum = 0.9);
+
+ protected:
+  std::unique_ptr<UpdateRule> create_update_rule() override;
+
+ private:
+  const double* lr_;
+  const double* momentum_;
+};
+
+/// Nesterov's accelerated gradient (Chainer's formulation): v = momentum * v - lr * grad;
+/// param += momentum^2 * v - (1 + momentum) * lr * grad. Hyperparameters: "lr" (0.01),
+/// "momentum" (0.9). State: "v".
+class NesterovAG : public Optimizer {
+ public:
+  explicit NesterovAG(double lr = 0.01, double momentum = 0.9);
+
+ protected:
+  std::unique_ptr<UpdateRule> create_update_rule() override;
+
+ private:
+  const double* lr_;
+  const double* momentum_;
+};
+
+}  // namespace rensa::optimizers

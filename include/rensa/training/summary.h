@@ -1,0 +1,50 @@
+#pragma once
+/// \file
+/// DictSummary: weighted running statistics of named observations (Chainer's DictSummary), with
+/// state that can be saved and restored exactly (LogReport, Evaluator, BestValueTrigger).
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "rensa/serializers/serializer.h"
+#include "rensa/training/reporter.h"
+
+namespace rensa::training {
+
+/// Weighted sums per key: for each key, sum(w * x), sum(w * x^2) and sum(w). The mean is
+/// sum(w * x) / sum(w): with the batch size as weight, it is the mean over examples (exact for a
+/// short last batch). Non-finite values are kept (a NaN loss shows in the mean).
+class DictSummary {
+ public:
+  /// The accumulated sums of one key.
+  struct Entry {
+    double x = 0.0;
+    double x2 = 0.0;
+    double weight = 0.0;
+  };
+
+  /// Adds every value of `obs` with weight `weight` (> 0; ValueError otherwise).
+  void add(const Observation& obs, double weight = 1.0);
+  /// Adds one value.
+  void add(const std::string& key, double value, double weight = 1.0);
+  /// Adds another summary's sums (merging partial results, e.g. from several processes).
+  void merge(const DictSummary& other);
+  /// The weighted mean of each key.
+  Observation mean() const;
+  /// The weighted standard deviation of each key (population form, as Chainer's Summary).
+  Observation std() const;
+  /// The raw sums, keyed by name.
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  std::map<std::string, Entry>& entries() { return entries_; }
+  bool empty() const { return entries_.empty(); }
+  void reset() { entries_.clear(); }
+  /// Saves/loads the sums ("_names" as a JSON list, then "_summaries/<i>/_x", "_x2", "_n", the
+  /// layout Chainer uses). Loading replaces the current content.
+  void serialize(serializers::Serializer& s);
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace rensa::training

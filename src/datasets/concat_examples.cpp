@@ -1,0 +1,52 @@
+// concat_examples: stacking a batch of examples into one array per column.
+
+#include "rensa/datasets/concat_examples.h"
+
+#include <cstring>
+
+#include "rensa/core/error.h"
+#include "src/datasets/common.h"
+
+namespace rensa::datasets {
+
+std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device) {
+  RENSA_CHECK(!batch.empty(), ValueError, "concat_examples: the batch is empty");
+  const std::size_t n_cols = batch[0].size();
+  const auto batch_size = static_cast<int64_t>(batch.size());
+  for (std::size_t b = 1; b < batch.size(); ++b) {
+    RENSA_CHECK(batch[b].size() == n_cols, ValueError, "concat_examples: example ", b, " has ", batch[b].size(),
+                " columns but example 0 has ", n_cols);
+  }
+  // Stack on the host; arrays for another device are moved there at the end.
+  const Device host = device.is_host() ? device : Device::cpu();
+  std::vector<Array> out;
+  out.reserve(n_cols);
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    const Array& first = batch[0][c];
+    RENSA_CHECK(!first.is_null(), ValueError, "concat_examples: column ", c, " of example 0 is a null array");
+    Shape shape = first.shape();
+    shape.insert(0, batch_size);
+    Array stacked = Array::empty(shape, first.dtype(), host);
+    const std::size_t row_bytes = first.nbytes();
+    auto* dst = static_cast<unsigned char*>(stacked.raw_data());
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      Array ex = batch[b][c];
+      RENSA_CHECK(!ex.is_null(), ValueError, "concat_examples: column ", c, " of example ", b, " is a null array");
+      RENSA_CHECK(ex.shape() == first.shape(), ShapeError, "concat_examples: column ", c, " of example ", b,
+                  " has shape ", ex.shape(), " but example 0 has shape ", first.shape());
+      RENSA_CHECK(ex.dtype() == first.dtype(), DtypeError, "concat_examples: column ", c, " of example ", b,
+                  " has dtype ", ex.dtype(), " but example 0 has dtype ", first.dtype());
+      if (ex.device() != host) ex = ex.to(host);
+      // The hot path (rows of a TupleDataset column): one memcpy per example.
+      if (ex.is_contiguous()) {
+        if (row_bytes != 0) std::memcpy(dst + b * row_bytes, ex.raw_data(), row_bytes);
+      } else {
+        detail::row_view(stacked, static_cast<int64_t>(b)).assign(ex);
+      }
+    }
+    out.push_back(host == device ? std::move(stacked) : stacked.to(device));
+  }
+  return out;
+}
+
+}  // namespace rensa::datasets

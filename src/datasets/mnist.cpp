@@ -1,0 +1,317 @@
+// MNIST / Fashion-MNIST and the IDX reader (gzip through zlib).
+
+#include "rensa/datasets/mnist.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "rensa/core/error.h"
+#include "rensa/datasets/tuple_dataset.h"
+
+namespace rensa::datasets {
+namespace {
+
+constexpr uint64_t kMaxIdxDataBytes = uint64_t{1} << 40;  // guards the product of the dimensions
+constexpr int64_t kImageSide = 28;
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08x", v);
+  return buf;
+}
+
+/// Validates an IDX image as its bytes arrive (whole, or chunk by chunk from inflate): the header
+/// is checked as soon as it is complete, data up to the size the header announces is kept, and
+/// anything beyond is only counted, so memory stays bounded by what the header promises.
+class IdxAccumulator {
+ public:
+  IdxAccumulator(std::string what, int expected_ndim, const char* noun, std::size_t reserve_cap)
+      : what_(std::move(what)), expected_ndim_(expected_ndim), noun_(noun), reserve_cap_(reserve_cap) {}
+
+  void feed(const unsigned char* p, std::size_t n) {
+    while (n > 0 && !header_done_) {
+      const std::size_t want = header_bytes_needed() - header_.size();
+      const std::size_t take = std::min(want, n);
+      header_.insert(header_.end(), p, p + take);
+      p += take;
+      n -= take;
+      total_ += take;
+      if (header_.size() == 4) check_magic();
+      if (header_.size() == header_bytes_needed() && header_.size() >= 4) finish_header();
+    }
+    if (n == 0) return;
+    total_ += n;
+    const uint64_t room = expected_data_ - data_.size();
+    const std::size_t keep = static_cast<std::size_t>(std::min<uint64_t>(room, n));
+    data_.insert(data_.end(), p, p + keep);
+    extra_ += n - keep;
+  }
+
+  /// Checks that the header and exactly the announced data arrived.
+  void finish() const {
+    if (!header_done_) {
+      if (header_.size() < 4) {
+        RENSA_THROW(IOError, what_, ": truncated header: ", total_, " bytes, an IDX file starts with a 4-byte magic "
+                    "number");
+      }
+      RENSA_THROW(IOError, what_, ": truncated header: ", ndim_, " dimensions need ", header_bytes_needed(),
+                  " header bytes, found ", total_);
+    }
+    const uint64_t found = data_.size() + extra_;
+    RENSA_CHECK(found == expected_data_, IOError, what_, ": expected ", expected_data_, " bytes of ", noun_,
+                " after the header, found ", found,
+                found > expected_data_ ? detail::concat(" (", found - expected_data_, " trailing bytes)") : "");
+  }
+
+  const std::vector<int64_t>& dims() const { return dims_; }
+  const std::vector<unsigned char>& data() const { return data_; }
+
+ private:
+  std::size_t header_bytes_needed() const { return header_.size() < 4 ? 4 : 4 + 4 * static_cast<std::size_t>(ndim_); }
+
+  static uint32_t be32(const unsigned char* p) {
+    return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  }
+
+  void check_magic() {
+    const uint32_t magic = be32(header_.data());
+    if (expected_ndim_ >= 0) {
+      const uint32_t want = 0x800u + static_cast<uint32_t>(expected_ndim_);
+      RENSA_CHECK(magic == want, IOError, what_, ": bad magic number ", hex32(magic), " (expected ", hex32(want),
+                  ": unsigned bytes in ", expected_ndim_, " dimensions)");
+    } else {
+      RENSA_CHECK((magic >> 16) == 0, IOError, what_, ": bad magic number ", hex32(magic),
+                  ": not an IDX file (its first two bytes must be zero)");
+      RENSA_CHECK(((magic >> 8) & 0xffu) == 0x08u, IOError, what_, ": unsupported IDX data type ",
+                  hex32((magic >> 8) & 0xffu), " in magic number ", hex32(magic),
+                  " (only unsigned bytes, 0x08, are supported)");
+    }
+    ndim_ = static_cast<int>(magic & 0xffu);
+  }
+
+  void finish_header() {
+    header_done_ = true;
+    uint64_t count = 1;
+    for (int d = 0; d < ndim_; ++d) {
+      const uint32_t extent = be32(header_.data() + 4 + 4 * d);
+      dims_.push_back(extent);
+      // Checked one factor at a time so the product cannot overflow.
+      if (extent != 0 && count > kMaxIdxDataBytes / extent) {
+        RENSA_THROW(IOError, what_, ": dimension ", d, " (", extent, ") makes the data larger than ",
+                    kMaxIdxDataBytes, " bytes");
+      }
+      count *= extent;
+    }
+    expected_data_ = count;
+    data_.reserve(static_cast<std::size_t>(std::min<uint64_t>(expected_data_, reserve_cap_)));
+  }
+
+  std::string what_;
+  int expected_ndim_;
+  const char* noun_;
+  std::size_t reserve_cap_;
+  std::vector<unsigned char> header_;
+  bool header_done_ = false;
+  int ndim_ = 0;
+  std::vector<int64_t> dims_;
+  uint64_t expected_data_ = 0;
+  std::vector<unsigned char> data_;
+  uint64_t extra_ = 0;  // bytes past the announced data
+  uint64_t total_ = 0;  // bytes fed
+};
+
+/// Inflates gzip data (one or more members) into `acc`.
+void gunzip_into(const unsigned char* data, std::size_t size, const std::string& what, IdxAccumulator& acc) {
+  z_stream zs{};
+  RENSA_CHECK(inflateInit2(&zs, 16 + MAX_WBITS) == Z_OK, IOError, what, ": cannot initialize zlib");
+  // Ends the stream on every exit path, including exceptions from the accumulator.
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&zs, inflateEnd);
+  std::vector<unsigned char> out(1 << 18);
+  std::size_t consumed = 0;
+  for (;;) {
+    if (zs.avail_in == 0 && consumed < size) {
+      const std::size_t chunk = std::min<std::size_t>(size - consumed, std::numeric_limits<uInt>::max());
+      zs.next_in = const_cast<Bytef*>(data + consumed);  // zlib's API is not const-correct
+      zs.avail_in = static_cast<uInt>(chunk);
+      consumed += chunk;
+    }
+    zs.next_out = out.data();
+    zs.avail_out = static_cast<uInt>(out.size());
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    acc.feed(out.data(), out.size() - zs.avail_out);
+    if (rc == Z_STREAM_END) {
+      const std::size_t left = zs.avail_in + (size - consumed);
+      if (left == 0) return;
+      const unsigned char* next = zs.avail_in != 0 ? zs.next_in : data + consumed;
+      // Another gzip member may follow (as `cat a.gz b.gz`); anything else is garbage.
+      RENSA_CHECK(left >= 2 && next[0] == 0x1f && next[1] == 0x8b, IOError, what, ": ", left,
+                  " bytes of trailing garbage after the gzip data");
+      RENSA_CHECK(inflateReset(&zs) == Z_OK, IOError, what, ": cannot reset zlib");
+      continue;
+    }
+    if (rc == Z_OK) continue;
+    // Z_BUF_ERROR: no progress possible; with output space to spare that means no input is left.
+    RENSA_CHECK(!(rc == Z_BUF_ERROR && zs.avail_in == 0 && consumed == size), IOError, what,
+                ": the gzip data is truncated (the compressed stream ends early)");
+    RENSA_THROW(IOError, what, ": corrupt gzip data (", zs.msg != nullptr ? std::string(zs.msg) : "zlib error " + std::to_string(rc), ")");
+  }
+}
+
+IdxAccumulator decode(const void* data, std::size_t size, const std::string& what, int expected_ndim, const char* noun) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const bool gz = size >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+  // Deflate expands at most ~1032:1, so a compressed input bounds the reservation even when a
+  // corrupt header announces far more data than will come.
+  const std::size_t cap = gz ? std::min<std::size_t>(size, std::size_t{1} << 32) * 1040 + 4096 : size;
+  IdxAccumulator acc(what, expected_ndim, noun, cap);
+  if (gz) {
+    gunzip_into(p, size, what, acc);
+  } else {
+    acc.feed(p, size);
+  }
+  acc.finish();
+  return acc;
+}
+
+std::vector<unsigned char> read_file(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), std::fclose);
+  RENSA_CHECK(f != nullptr, IOError, path, ": cannot open: ", std::strerror(errno));
+  std::vector<unsigned char> bytes;
+  std::array<unsigned char, 1 << 16> buf;
+  for (;;) {
+    const std::size_t n = std::fread(buf.data(), 1, buf.size(), f.get());
+    bytes.insert(bytes.end(), buf.data(), buf.data() + n);
+    if (n < buf.size()) break;
+  }
+  RENSA_CHECK(!std::ferror(f.get()), IOError, path, ": read error: ", std::strerror(errno));
+  return bytes;
+}
+
+Array to_uint8_array(const IdxAccumulator& acc) {
+  Array out = Array::empty(Shape(acc.dims()), Dtype::uint8);
+  if (!acc.data().empty()) std::memcpy(out.raw_data(), acc.data().data(), acc.data().size());
+  return out;
+}
+
+// ---- MNIST ----------------------------------------------------------------------------------------
+
+struct Source {
+  const char* who;        // "get_mnist" or "get_fashion_mnist"
+  bool fashion;           // missing files: suggest the package
+};
+
+std::string install_hint(const Source& src) {
+  return src.fashion ? "; install the dataset-fashion-mnist package (scripts/setup installs it)" : "";
+}
+
+/// The path of `stem` in `dir`: stem.gz when present, else stem; IOError naming both otherwise.
+std::string find_file(const std::filesystem::path& dir, const std::string& stem, const Source& src) {
+  const auto gz = dir / (stem + ".gz");
+  const auto raw = dir / stem;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(gz, ec)) return gz.string();
+  if (std::filesystem::is_regular_file(raw, ec)) return raw.string();
+  RENSA_THROW(IOError, src.who, ": ", gz.string(), " not found (nor ", raw.string(), ")", install_hint(src));
+}
+
+DatasetPtr load_split(const std::filesystem::path& dir, const std::string& prefix, const MnistOptions& opt,
+                      const Source& src) {
+  const std::string images_path = find_file(dir, prefix + "-images-idx3-ubyte", src);
+  const std::string labels_path = find_file(dir, prefix + "-labels-idx1-ubyte", src);
+
+  std::vector<unsigned char> file = read_file(images_path);
+  const IdxAccumulator images = decode(file.data(), file.size(), images_path, 3, "pixels");
+  file = read_file(labels_path);
+  const IdxAccumulator labels = decode(file.data(), file.size(), labels_path, 1, "labels");
+  file.clear();
+  file.shrink_to_fit();
+
+  const std::vector<int64_t>& d = images.dims();
+  RENSA_CHECK(d[1] == kImageSide && d[2] == kImageSide, IOError, images_path, ": expected images of 28x28 pixels, found ",
+              Shape(d), " (images, rows, columns)");
+  const int64_t n = d[0];
+  RENSA_CHECK(labels.dims()[0] == n, IOError, images_path, " holds ", n, " images but ", labels_path, " holds ",
+              labels.dims()[0], " labels");
+  const std::vector<unsigned char>& lab = labels.data();
+  for (std::size_t i = 0; i < lab.size(); ++i) {
+    RENSA_CHECK(lab[i] <= 9, IOError, labels_path, ": label ", static_cast<int>(lab[i]), " of example ", i,
+                " is outside 0..9");
+  }
+
+  // Images: one array for the whole split, in the requested shape and dtype.
+  const int64_t pixels = kImageSide * kImageSide;
+  const int channels = (opt.ndim == 3 && opt.rgb_format) ? 3 : 1;
+  Shape shape;
+  if (opt.ndim == 1) shape = Shape{n, pixels};
+  if (opt.ndim == 2) shape = Shape{n, kImageSide, kImageSide};
+  if (opt.ndim == 3) shape = Shape{n, channels, kImageSide, kImageSide};
+  const unsigned char* src_px = images.data().data();
+  auto convert = [&]<class T>(T factor) {
+    Array out = Array::empty(shape, dtype_of<T>());
+    // 256 possible bytes: a table replaces the multiply (and matches NumPy's
+    // astype(dtype) followed by `*= scale / 255.` in that dtype).
+    T table[256];
+    for (int v = 0; v < 256; ++v) table[v] = static_cast<T>(v) * factor;
+    T* dst = out.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      const unsigned char* row = src_px + i * pixels;
+      for (int c = 0; c < channels; ++c) {
+        T* o = dst + (i * channels + c) * pixels;
+        for (int64_t k = 0; k < pixels; ++k) o[k] = table[row[k]];
+      }
+    }
+    return out;
+  };
+  Array x = opt.dtype == Dtype::float64 ? convert(opt.scale / 255.0)
+                                        : convert(static_cast<float>(opt.scale / 255.0));
+  if (x.dtype() != opt.dtype) x = x.astype(opt.dtype);
+
+  if (!opt.withlabel) return std::make_shared<TupleDataset>(std::vector<Array>{x});
+  Array t = Array::empty(Shape{n}, Dtype::int32);
+  int32_t* tp = t.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) tp[i] = lab[static_cast<std::size_t>(i)];
+  if (opt.label_dtype != Dtype::int32) t = t.astype(opt.label_dtype);
+  return std::make_shared<TupleDataset>(std::vector<Array>{x, t});
+}
+
+std::pair<DatasetPtr, DatasetPtr> load_mnist(const std::string& dir, const MnistOptions& opt, const Source& src) {
+  RENSA_CHECK(opt.ndim >= 1 && opt.ndim <= 3, ValueError, src.who, ": ndim must be 1, 2 or 3, got ", opt.ndim);
+  std::error_code ec;
+  RENSA_CHECK(std::filesystem::is_directory(dir, ec), IOError, src.who, ": dataset directory ", dir,
+              " does not exist", install_hint(src));
+  auto train = load_split(dir, "train", opt, src);
+  auto test = load_split(dir, "t10k", opt, src);
+  return {std::move(train), std::move(test)};
+}
+
+}  // namespace
+
+Array parse_idx(const void* data, std::size_t size, const std::string& what, int expected_ndim) {
+  RENSA_CHECK(expected_ndim < 256, ValueError, "parse_idx: expected_ndim ", expected_ndim, " exceeds 255");
+  return to_uint8_array(decode(data, size, what, expected_ndim, "data"));
+}
+
+Array read_idx(const std::string& path, int expected_ndim) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  return parse_idx(bytes.data(), bytes.size(), path, expected_ndim);
+}
+
+std::pair<DatasetPtr, DatasetPtr> get_mnist(const std::string& dir, const MnistOptions& options) {
+  return load_mnist(dir, options, {"get_mnist", false});
+}
+
+std::pair<DatasetPtr, DatasetPtr> get_fashion_mnist(const MnistOptions& options) {
+  return load_mnist(options.dir.empty() ? std::string(kFashionMnistDir) : options.dir, options,
+                    {"get_fashion_mnist", true});
+}
+
+}  // namespace rensa::datasets

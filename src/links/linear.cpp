@@ -1,0 +1,58 @@
+// Linear: W (out, in) drawn by its initializer (LeCunNormal by default), b zeros; W may wait for
+// the first input to learn in_size.
+#include "rensa/links/linear.h"
+
+#include <utility>
+
+#include "rensa/core/config.h"
+#include "rensa/core/error.h"
+#include "rensa/functions/linalg.h"
+
+namespace rensa::links {
+
+Linear::Linear(int64_t in_size, int64_t out_size, LinearOptions options) : Linear(out_size, std::move(options)) {
+  RENSA_CHECK(in_size >= 0, ValueError, "Linear: in_size must be non-negative, got ", in_size, " (out_size ",
+              out_size, ")");
+  initialize_W(in_size);
+}
+
+Linear::Linear(int64_t out_size, LinearOptions options)
+    : out_size_(out_size), dtype_(config().dtype), initialW_(std::move(options.initialW)) {
+  RENSA_CHECK(out_size >= 0, ValueError, "Linear: out_size must be non-negative, got ", out_size);
+  RENSA_CHECK(is_floating(dtype_), DtypeError, "Linear: parameters need a floating dtype, the config's is ",
+              dtype_);
+  if (options.seed) gen_.emplace(*options.seed);
+  if (!initialW_) initialW_ = std::make_shared<initializers::LeCunNormal>();
+  W_ = add_param("W");
+  if (!options.nobias) {
+    Array b = Array::empty({out_size_}, dtype_, device_);
+    if (options.initial_bias) {
+      (*options.initial_bias)(b, generator());
+    } else {
+      b.fill(0.0);
+    }
+    b_ = add_param("b", std::move(b));
+  }
+}
+
+Generator& Linear::generator() { return gen_ ? *gen_ : default_generator(); }
+
+void Linear::initialize_W(int64_t in_size) {
+  Array w = Array::empty({out_size_, in_size}, dtype_, device_);
+  (*initialW_)(w, generator());
+  W_.set_array(std::move(w));
+  in_size_ = in_size;
+}
+
+Variable Linear::forward(const Variable& x) {
+  if (W_.array().is_null()) {
+    RENSA_CHECK(!x.is_null() && x.ndim() >= 1, ShapeError, "Linear: cannot infer in_size from x ",
+                x.is_null() ? Shape() : x.shape(), " (out_size ", out_size_, ")");
+    int64_t in = 1;
+    for (std::size_t i = 1; i < x.shape().size(); ++i) in *= x.shape()[i];
+    initialize_W(in);
+  }
+  return functions::linear(x, W_, b_);
+}
+
+}  // namespace rensa::links

@@ -1,0 +1,239 @@
+// Optimizer base: hyperparameters, hooks, per-parameter rules and their serialization; and the
+// fused update rule the built-in optimizers share.
+#include "rensa/optimizers/optimizer.h"
+
+#include <sstream>
+
+#include "src/optimizers/fused_rule.h"
+
+namespace rensa::optimizers {
+namespace {
+
+std::string join_names(const std::map<std::string, double>& m) {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& [name, value] : m) {
+    os << (first ? "" : ", ") << name;
+    first = false;
+  }
+  return os.str();
+}
+
+}  // namespace
+
+// ---- Optimizer ---------------------------------------------------------------------------------
+
+void Optimizer::setup(Link& link) {
+  target_ = &link;
+  rules_.clear();
+  for_each_param([](const std::string&, const Variable&, UpdateRule&) {});
+}
+
+void Optimizer::update() {
+  RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
+  for (const auto& hook : hooks_) (*hook)(*this);
+  ++t_;
+  // params() avoids building the path strings namedparams() would: update runs every iteration.
+  for (const Variable& param : target_->params(false)) {
+    if (param.array().is_null() || param.grad().is_null()) continue;
+    auto& slot = rules_[param.impl().get()];
+    if (!slot) slot = create_update_rule();
+    slot->update(param);
+  }
+}
+
+void Optimizer::update(const std::function<Variable()>& loss_fn) {
+  RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
+  Variable loss = loss_fn();
+  RENSA_CHECK(!loss.is_null(), ValueError, optimizer_name_, "::update: the loss function returned a null variable");
+  target_->cleargrads();
+  loss.backward();
+  loss = Variable();
+  update();
+}
+
+void Optimizer::add_hook(std::shared_ptr<OptimizerHook> hook) {
+  RENSA_CHECK(hook != nullptr, ValueError, optimizer_name_, "::add_hook: null hook");
+  for (const auto& h : hooks_) {
+    RENSA_CHECK(std::string_view(h->name()) != hook->name(), ValueError, optimizer_name_, "::add_hook: a hook named '",
+                hook->name(), "' is already registered");
+  }
+  hooks_.push_back(std::move(hook));
+}
+
+void Optimizer::remove_hook(const std::string& name) {
+  std::string names;
+  for (auto it = hooks_.begin(); it != hooks_.end(); ++it) {
+    if (name == (*it)->name()) {
+      hooks_.erase(it);
+      return;
+    }
+    names += (names.empty() ? "" : ", ") + std::string((*it)->name());
+  }
+  RENSA_THROW(ValueError, optimizer_name_, "::remove_hook: no hook named '", name, "'; registered hooks: [", names,
+              "]");
+}
+
+double Optimizer::hyperparam(const std::string& name) const {
+  const auto it = hyperparams_.find(name);
+  RENSA_CHECK(it != hyperparams_.end(), ValueError, optimizer_name_, "::hyperparam: unknown hyperparameter '", name,
+              "'; valid names: ", join_names(hyperparams_));
+  return it->second;
+}
+
+void Optimizer::set_hyperparam(const std::string& name, double value) {
+  const auto it = hyperparams_.find(name);
+  RENSA_CHECK(it != hyperparams_.end(), ValueError, optimizer_name_, "::set_hyperparam: unknown hyperparameter '",
+              name, "'; valid names: ", join_names(hyperparams_));
+  it->second = value;
+}
+
+bool Optimizer::has_hyperparam(const std::string& name) const { return hyperparams_.count(name) != 0; }
+
+double Optimizer::lr() const {
+  const auto it = hyperparams_.find("lr");
+  RENSA_CHECK(it != hyperparams_.end(), ValueError, optimizer_name_,
+              "::lr: no hyperparameter 'lr'; hyperparameters: ", join_names(hyperparams_));
+  return it->second;
+}
+
+UpdateRule* Optimizer::rule(const Variable& param) {
+  if (target_ == nullptr || param.is_null()) return nullptr;
+  const auto it = rules_.find(param.impl().get());
+  if (it != rules_.end()) return it->second.get();
+  for (const Variable& p : target_->params()) {
+    if (p.is(param)) {
+      auto& slot = rules_[param.impl().get()];
+      slot = create_update_rule();
+      return slot.get();
+    }
+  }
+  return nullptr;
+}
+
+void Optimizer::serialize(serializers::Serializer& s) {
+  s.scalar("t", t_);
+  s.scalar("epoch", epoch_);
+  serializers::Serializer& hs = s.child("hyperparam");
+  for (auto& [name, value] : hyperparams_) {
+    // Older snapshots (and Chainer's) carry no hyperparameters: keep the current ones then.
+    if (s.is_loading() && !hs.contains(name)) continue;
+    hs.scalar(name, value);
+  }
+  if (target_ == nullptr) return;
+  for_each_param([&](const std::string& path, const Variable&, UpdateRule& rule) {
+    // "/l1/W" is stored under child "l1", child "W", as Chainer's serializer["/l1/W"] does.
+    serializers::Serializer* node = &s;
+    std::size_t begin = 0;
+    while (begin <= path.size()) {
+      std::size_t end = path.find('/', begin);
+      if (end == std::string::npos) end = path.size();
+      if (end > begin) node = &node->child(std::string_view(path).substr(begin, end - begin));
+      begin = end + 1;
+    }
+    rule.serialize(*node);
+  });
+}
+
+const double* Optimizer::declare_hyperparam(const std::string& name, double value) {
+  // std::map nodes never move, so the returned slot stays valid.
+  auto [it, inserted] = hyperparams_.insert_or_assign(name, value);
+  (void)inserted;
+  return &it->second;
+}
+
+void Optimizer::for_each_param(const std::function<void(const std::string&, const Variable&, UpdateRule&)>& fn) {
+  RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, ": no target; call setup(link) first");
+  for (const auto& [path, param] : target_->namedparams()) {
+    auto& slot = rules_[param.impl().get()];
+    if (!slot) slot = create_update_rule();
+    fn(path, param, *slot);
+  }
+}
+
+// ---- FusedRule ---------------------------------------------------------------------------------
+
+namespace detail {
+
+FusedRule::FusedRule(OptimizerKind kind, const char* owner, std::vector<std::string> state_names, int n_required,
+                     HyperparamFn hyperparams)
+    : kind_(kind),
+      owner_(owner),
+      state_names_(std::move(state_names)),
+      n_required_(n_required),
+      hyperparams_(std::move(hyperparams)) {
+  RENSA_CHECK(state_names_.size() <= kMaxState, ValueError, owner_, ": at most ", kMaxState, " state arrays");
+}
+
+void FusedRule::update(const Variable& param) {
+  if (!enabled || param.is_null() || param.array().is_null()) return;
+  const Variable grad = param.grad();
+  if (grad.is_null()) return;
+  const Array& p = param.array();
+  const Array& g = grad.array();
+  RENSA_CHECK(is_floating(p.dtype()), DtypeError, owner_, ": parameter ", p.shape(), " must have a floating dtype, got ",
+              p.dtype());
+  RENSA_CHECK(g.shape() == p.shape(), ShapeError, owner_, ": gradient shape ", g.shape(),
+              " does not match parameter shape ", p.shape());
+  RENSA_CHECK(g.dtype() == p.dtype(), DtypeError, owner_, ": gradient dtype ", g.dtype(),
+              " does not match parameter dtype ", p.dtype(), " (shape ", p.shape(), ")");
+  RENSA_CHECK(g.device() == p.device(), DeviceError, owner_, ": gradient on ", g.device(), " but parameter ",
+              p.shape(), " on ", p.device());
+  auto kernel = RENSA_KERNEL(p.device(), optimizer_update, owner_);
+  ++t;
+  double hp[kMaxHyperparams] = {};
+  const int n_state = hyperparams_(t, hp);
+  prepare_state(p, n_state);
+  kernel(kind_, p, g, state_.data(), n_state, hp);
+}
+
+void FusedRule::prepare_state(const Array& param, int n_state) {
+  for (int i = 0; i < n_state; ++i) {
+    Array& st = state_[static_cast<std::size_t>(i)];
+    if (st.is_null()) {
+      st = Array::zeros(param.shape(), param.dtype(), param.device());
+      continue;
+    }
+    RENSA_CHECK(st.shape() == param.shape(), ShapeError, owner_, ": state '", state_names_[static_cast<std::size_t>(i)],
+                "' has shape ", st.shape(), " but its parameter has shape ", param.shape());
+    // Loaded state (or state of a parameter moved with to_device) follows the parameter.
+    if (st.device() != param.device()) st = st.to(param.device());
+    if (st.dtype() != param.dtype()) st = st.astype(param.dtype());
+  }
+}
+
+void FusedRule::serialize(serializers::Serializer& s) {
+  s.scalar("t", t);
+  for (std::size_t i = 0; i < state_names_.size(); ++i) {
+    const std::string& name = state_names_[i];
+    Array& st = state_[i];
+    if (!s.is_loading()) {
+      if (!st.is_null()) s.array(name, st);
+      continue;
+    }
+    // State exists once a rule has taken a step; optional state may be absent at any time.
+    const bool required = static_cast<int>(i) < n_required_ && t > 0;
+    if (!required && !s.contains(name)) {
+      st = Array();
+      continue;
+    }
+    if (st.is_null()) {
+      s.array(name, st);
+      // Adopted arrays may alias the deserializer's values; updates write in place.
+      if (!st.is_null()) st = st.copy();
+    } else {
+      s.array(name, st);
+    }
+  }
+}
+
+std::vector<std::pair<std::string, Array>> FusedRule::state() const {
+  std::vector<std::pair<std::string, Array>> out;
+  for (std::size_t i = 0; i < state_names_.size(); ++i) {
+    if (!state_[i].is_null()) out.emplace_back(state_names_[i], state_[i]);
+  }
+  return out;
+}
+
+}  // namespace detail
+}  // namespace rensa::optimizers

@@ -1,0 +1,94 @@
+#pragma once
+// Internals of the .npz reader and writer, shared with their tests: byte sources and sinks, the
+// zip writer's options, and the atomic file writer every rensa file write goes through.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "rensa/core/array.h"
+
+namespace rensa::serializers::detail {
+
+/// Random-access bytes to parse: a file (pread) or a buffer. `read` copies exactly `n` bytes at
+/// `offset` or throws IOError naming `what`; callers check ranges against size() first.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  virtual void read(uint64_t offset, void* dst, std::size_t n) const = 0;
+};
+
+/// A buffer (not owned).
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(const void* data, std::size_t size) : data_(static_cast<const unsigned char*>(data)), size_(size) {}
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* dst, std::size_t n) const override;
+
+ private:
+  const unsigned char* data_;
+  std::size_t size_;
+};
+
+/// Sequential output with a running position.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  virtual void write(const void* data, std::size_t n) = 0;
+  virtual uint64_t position() const = 0;
+};
+
+/// Collects the bytes in a string.
+class StringSink final : public ByteSink {
+ public:
+  void write(const void* data, std::size_t n) override { bytes_.append(static_cast<const char*>(data), n); }
+  uint64_t position() const override { return bytes_.size(); }
+  std::string& bytes() { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+/// Writes `path` atomically: the bytes go to a new temporary file in the same directory, which
+/// commit() flushes, fsyncs, renames over `path` and makes durable by fsyncing the directory.
+/// Destroyed without commit(), it removes the temporary file and leaves `path` untouched. Errors
+/// throw IOError starting with `op` and naming the file.
+class AtomicFileWriter final : public ByteSink {
+ public:
+  AtomicFileWriter(std::string path, std::string op);
+  ~AtomicFileWriter() override;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(const void* data, std::size_t n) override;
+  uint64_t position() const override { return position_; }
+  void commit();
+  /// The temporary file's path (for tests).
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  void flush();
+  [[noreturn]] void fail(const std::string& action, int err) const;
+
+  std::string path_, op_, dir_, temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+  uint64_t position_ = 0;
+  std::string buffer_;
+};
+
+/// Options of the zip writer. `force_zip64` writes the ZIP64 records even when nothing needs them
+/// (tests exercise the > 4 GiB and > 65535-entry paths with it).
+struct ZipWriteOptions {
+  bool force_zip64 = false;
+};
+
+/// Writes `arrays` as an uncompressed .npz (entries "<key>.npy") to `sink`. `op` starts errors.
+void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, const ZipWriteOptions& options,
+                  const std::string& op);
+
+/// Reads every entry of the .npz in `source`; `what` names the source in errors.
+std::map<std::string, Array> read_npz_from(const ByteSource& source, const std::string& what);
+
+}  // namespace rensa::serializers::detail

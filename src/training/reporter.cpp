@@ -1,0 +1,68 @@
+#include "rensa/training/reporter.h"
+
+#include "rensa/core/error.h"
+
+namespace rensa::training {
+namespace {
+// The reporter and observation that report() writes to on this thread (set by Reporter::Scope).
+thread_local Reporter* tls_reporter = nullptr;
+thread_local Observation* tls_observation = nullptr;
+}  // namespace
+
+void Reporter::add_observer(const std::string& name, const Link* observer) {
+  RENSA_CHECK(observer != nullptr, ValueError, "Reporter::add_observer: null observer for '", name, "'");
+  observer_names_[observer] = name;
+}
+
+void Reporter::report(const Observation& values, const Link* observer) {
+  if (observation_ == nullptr) return;
+  std::string prefix;
+  if (observer != nullptr) {
+    auto it = observer_names_.find(observer);
+    RENSA_CHECK(it != observer_names_.end(), ValueError,
+                "report: the observer is not registered with the reporter (add_observer)");
+    prefix = it->second + "/";
+  }
+  for (const auto& [k, v] : values) (*observation_)[prefix + k] = v;
+}
+
+Reporter::Scope::Scope(Reporter& reporter, Observation& observation)
+    : prev_reporter_(tls_reporter), prev_observation_(reporter.observation_) {
+  tls_reporter = &reporter;
+  reporter.observation_ = &observation;
+  tls_observation = &observation;
+}
+
+Reporter::Scope::~Scope() {
+  tls_reporter->observation_ = prev_observation_;
+  tls_reporter = prev_reporter_;
+  tls_observation = prev_reporter_ ? prev_reporter_->observation_ : nullptr;
+}
+
+void report(const Observation& values, const Link* observer) {
+  if (tls_reporter == nullptr) return;
+  tls_reporter->report(values, observer);
+}
+
+void report(const std::string& key, const Variable& value, const Link* observer) {
+  if (tls_reporter == nullptr) return;
+  RENSA_CHECK(!value.is_null() && value.size() == 1, ShapeError, "report: '", key,
+              "' must have one element, got shape ", value.is_null() ? Shape{} : value.shape());
+  report(Observation{{key, value.array().item<double>()}}, observer);
+}
+
+void Summary::add(const Observation& obs) {
+  for (const auto& [k, v] : obs) {
+    auto& [sum, n] = sums_[k];
+    sum += v;
+    ++n;
+  }
+}
+
+Observation Summary::mean() const {
+  Observation out;
+  for (const auto& [k, sn] : sums_) out[k] = sn.first / static_cast<double>(sn.second);
+  return out;
+}
+
+}  // namespace rensa::training
