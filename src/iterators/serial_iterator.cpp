@@ -96,7 +96,8 @@ void IterationPlan::serialize(const char* who, serializers::Serializer& s, Itera
     if (!loading) order = Array::from_vector(*st.order);
     // Chainer's MultithreadIterator wrote "_order".
     s.array(loading && !s.contains("order") && s.contains("_order") ? "_order" : "order", order);
-    if (loading) {
+    // A non-strict load that misses the key leaves the array null: keep the current order then.
+    if (loading && !order.is_null()) {
       std::vector<int64_t> loaded = order.to_vector<int64_t>();
       const int64_t n = dataset->size();
       RENSA_CHECK(static_cast<int64_t>(loaded.size()) == n, ValueError, who, ": ", s.path(), "order has ",

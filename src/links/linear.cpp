@@ -41,7 +41,6 @@ void Linear::initialize_W(int64_t in_size) {
   Array w = Array::empty({out_size_, in_size}, dtype_, device_);
   (*initialW_)(w, generator());
   W_.set_array(std::move(w));
-  in_size_ = in_size;
 }
 
 Variable Linear::forward(const Variable& x) {

@@ -231,15 +231,15 @@ void Link::serialize(serializers::Serializer& s) {
       continue;
     }
     // Loading into an initialized parameter copies into its memory (aliases stay valid); an
-    // uninitialized one adopts the stored array.
+    // uninitialized one adopts a copy of the stored array (the deserializer's may be shared).
     const bool was_null = a.is_null();
     s.array(name, a);
-    if (was_null && !a.is_null()) v.set_array(a.device() == device_ ? a : a.to(device_));
+    if (was_null && !a.is_null()) v.set_array(a.device() == device_ ? a.copy() : a.to(device_));
   }
   for (auto& [name, a] : persistents_) {
     const bool was_null = a.is_null();
     s.array(name, a);
-    if (was_null && !a.is_null() && a.device() != device_) a = a.to(device_);
+    if (was_null && !a.is_null() && s.is_loading()) a = a.device() == device_ ? a.copy() : a.to(device_);
   }
   for (const auto& [name, child] : children()) child->serialize(s.child(name));
 }

@@ -20,22 +20,24 @@ namespace {
 
 constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 // A name no other writer picks: pid, thread, time and an attempt number.
 std::string temp_name(const std::string& base, int attempt) {
   const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   const auto tid = static_cast<uint64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  return ::rensa::detail::concat(".", base, ".tmp", ::getpid(), "-", std::hex, (now ^ (tid << 17)) & 0xffffffffffull, "-",
-                        attempt);
+  return ::rensa::detail::concat(".", base, ".tmp", ::getpid(), "-", std::hex, (now ^ (tid << 17)) & 0xffffffffffull,
+                                 "-", attempt);
 }
 
 }  // namespace
 
 void MemorySource::read(uint64_t offset, void* dst, std::size_t n) const {
   // Callers validate ranges; this guards against a bug turning into an out-of-bounds read.
-  RENSA_CHECK(offset <= size_ && n <= size_ - offset, IOError, "MemorySource: read of ", n, " bytes at offset ",
-              offset, " past the end (", size_, " bytes)");
+  RENSA_CHECK(offset <= size_ && n <= size_ - offset, IOError, "MemorySource: read of ", n, " bytes at offset ", offset,
+              " past the end (", size_, " bytes)");
   if (n > 0) std::memcpy(dst, data_ + offset, n);
 }
 
@@ -43,8 +45,7 @@ AtomicFileWriter::AtomicFileWriter(std::string path, std::string op) : path_(std
   RENSA_CHECK(!path_.empty(), IOError, op_, ": empty file name");
   const std::filesystem::path p(path_);
   RENSA_CHECK(p.has_filename(), IOError, op_, ": '", path_, "' names a directory, not a file");
-  dir_ = p.parent_path().string();
-  if (dir_.empty()) dir_ = ".";
+  dir_ = p.has_parent_path() ? p.parent_path().string() : std::string(1, '.');
   const std::string base = p.filename().string();
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string candidate = (std::filesystem::path(dir_) / temp_name(base, attempt)).string();

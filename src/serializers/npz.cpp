@@ -31,12 +31,16 @@ using ::rensa::detail::concat;
 
 // ---- little-endian fields ----------------------------------------------------------------------
 
-uint16_t le16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint16_t le16(const unsigned char* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
 uint32_t le32(const unsigned char* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
          (static_cast<uint32_t>(p[3]) << 24);
 }
-uint64_t le64(const unsigned char* p) { return le32(p) | (static_cast<uint64_t>(le32(p + 4)) << 32); }
+uint64_t le64(const unsigned char* p) {
+  return le32(p) | (static_cast<uint64_t>(le32(p + 4)) << 32);
+}
 
 void put16(std::string& s, uint64_t v) {
   for (int i = 0; i < 2; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -109,14 +113,21 @@ constexpr char kNativeOrder = std::endian::native == std::endian::little ? '<' :
 // its arrays are written as float32.
 std::string npy_descr(Dtype dtype) {
   switch (dtype) {
-    case Dtype::float16: return std::string(1, kNativeOrder) + "f2";
+    case Dtype::float16:
+      return std::string(1, kNativeOrder) + "f2";
     case Dtype::float32:
-    case Dtype::bfloat16: return std::string(1, kNativeOrder) + "f4";
-    case Dtype::float64: return std::string(1, kNativeOrder) + "f8";
-    case Dtype::int32: return std::string(1, kNativeOrder) + "i4";
-    case Dtype::int64: return std::string(1, kNativeOrder) + "i8";
-    case Dtype::uint8: return "|u1";
-    case Dtype::bool_: return "|b1";
+    case Dtype::bfloat16:
+      return std::string(1, kNativeOrder) + "f4";
+    case Dtype::float64:
+      return std::string(1, kNativeOrder) + "f8";
+    case Dtype::int32:
+      return std::string(1, kNativeOrder) + "i4";
+    case Dtype::int64:
+      return std::string(1, kNativeOrder) + "i8";
+    case Dtype::uint8:
+      return "|u1";
+    case Dtype::bool_:
+      return "|b1";
   }
   RENSA_THROW(DtypeError, "encode_npy: invalid dtype code ", static_cast<int>(dtype));
 }
@@ -220,8 +231,8 @@ class HeaderParser {
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
   void skip_space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-                                   text_[pos_] == '\r')) {
+    while (pos_ < text_.size() &&
+           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -411,7 +422,9 @@ struct WrittenEntry {
   bool utf8 = false;
 };
 
-void write_all(ByteSink& sink, const std::string& s) { sink.write(s.data(), s.size()); }
+void write_all(ByteSink& sink, const std::string& s) {
+  sink.write(s.data(), s.size());
+}
 
 std::string zip64_extra(std::initializer_list<uint64_t> fields) {
   std::string e;
@@ -506,9 +519,9 @@ void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, co
     put32(c, big_size ? k32Max : e.size);
     put16(c, e.name.size());
     put16(c, extra.size());
-    put16(c, 0);  // comment
-    put16(c, 0);  // disk
-    put16(c, 0);  // internal attributes
+    put16(c, 0);                        // comment
+    put16(c, 0);                        // disk
+    put16(c, 0);                        // internal attributes
     put32(c, uint64_t{0100644} << 16);  // regular file, rw-r--r--
     put32(c, big_offset ? k32Max : e.offset);
     c += e.name;
@@ -654,8 +667,8 @@ class EntryStream final : public ByteStream {
         zs_.avail_out = 1;
         const uLong in_before = zs_.total_in;
         const int rc = inflate(&zs_, Z_NO_FLUSH);
-        RENSA_CHECK(zs_.avail_out == 1, IOError, ctx_, ": deflate data inflates to more than the ",
-                    e_.uncompressed, " bytes the zip directory records");
+        RENSA_CHECK(zs_.avail_out == 1, IOError, ctx_, ": deflate data inflates to more than the ", e_.uncompressed,
+                    " bytes the zip directory records");
         if (rc == Z_STREAM_END) {
           ended_ = true;
         } else {
@@ -791,8 +804,8 @@ std::vector<ZipEntry> read_central_directory(const ByteSource& src, const std::s
       const uint64_t z64_pos = le64(loc + 8);
       RENSA_CHECK(le32(loc + 4) == 0 && le32(loc + 16) <= 1, IOError, ctx, ": multi-disk zip archives are unsupported");
       const uint64_t loc_pos = end_pos - kZip64LocatorBytes;
-      RENSA_CHECK(z64_pos <= loc_pos && loc_pos - z64_pos >= kZip64EndBytes, IOError, ctx,
-                  ": ZIP64 end record offset ", z64_pos, " is out of range (locator at ", loc_pos, ")");
+      RENSA_CHECK(z64_pos <= loc_pos && loc_pos - z64_pos >= kZip64EndBytes, IOError, ctx, ": ZIP64 end record offset ",
+                  z64_pos, " is out of range (locator at ", loc_pos, ")");
       unsigned char z[kZip64EndBytes];
       src.read(z64_pos, z, sizeof z);
       RENSA_CHECK(le32(z) == kZip64EndSig, IOError, ctx, ": bad ZIP64 end record signature at offset ", z64_pos);
@@ -815,8 +828,7 @@ std::vector<ZipEntry> read_central_directory(const ByteSource& src, const std::s
   entries.reserve(static_cast<std::size_t>(count));
   std::size_t pos = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    RENSA_CHECK(cd.size() - pos >= kCentralHeaderBytes, IOError, ctx, ": central directory entry ", i,
-                " is truncated");
+    RENSA_CHECK(cd.size() - pos >= kCentralHeaderBytes, IOError, ctx, ": central directory entry ", i, " is truncated");
     const unsigned char* h = &cd[pos];
     RENSA_CHECK(le32(h) == kCentralSig, IOError, ctx, ": bad signature of central directory entry ", i, " at offset ",
                 cd_offset + pos);
@@ -832,14 +844,15 @@ std::vector<ZipEntry> read_central_directory(const ByteSource& src, const std::s
     e.compressed = le32(h + 20);
     e.uncompressed = le32(h + 24);
     e.local_offset = le32(h + 42);
-    RENSA_CHECK(le16(h + 34) == 0 || le16(h + 34) == k16Max, IOError, ectx, ": multi-disk zip archives are unsupported");
+    RENSA_CHECK(le16(h + 34) == 0 || le16(h + 34) == k16Max, IOError, ectx,
+                ": multi-disk zip archives are unsupported");
     apply_zip64_extra(h + kCentralHeaderBytes + name_len, extra_len, e, e.uncompressed == k32Max,
                       e.compressed == k32Max, e.local_offset == k32Max, ectx);
     entries.push_back(std::move(e));
     pos += kCentralHeaderBytes + name_len + extra_len + comment_len;
   }
-  RENSA_CHECK(pos == cd.size(), IOError, ctx, ": central directory has ", cd.size() - pos,
-              " bytes after its ", count, " entries");
+  RENSA_CHECK(pos == cd.size(), IOError, ctx, ": central directory has ", cd.size() - pos, " bytes after its ", count,
+              " entries");
 
   // Locate each entry's data through its local header; entries must lie before the central
   // directory and must not overlap.

@@ -36,9 +36,15 @@ void scalar_impl(Serializer& s, std::string_view key, T& value, Dtype dtype) {
 
 // ---- Serializer helpers ------------------------------------------------------------------------
 
-void Serializer::scalar(std::string_view key, double& value) { scalar_impl(*this, key, value, Dtype::float64); }
-void Serializer::scalar(std::string_view key, int64_t& value) { scalar_impl(*this, key, value, Dtype::int64); }
-void Serializer::scalar(std::string_view key, bool& value) { scalar_impl(*this, key, value, Dtype::bool_); }
+void Serializer::scalar(std::string_view key, double& value) {
+  scalar_impl(*this, key, value, Dtype::float64);
+}
+void Serializer::scalar(std::string_view key, int64_t& value) {
+  scalar_impl(*this, key, value, Dtype::int64);
+}
+void Serializer::scalar(std::string_view key, bool& value) {
+  scalar_impl(*this, key, value, Dtype::bool_);
+}
 
 void Serializer::scalar(std::string_view key, uint64_t& value) {
   // NumPy files hold it as int64 with the same bits (values above 2^63 - 1 read as negative there).
@@ -57,9 +63,8 @@ void Serializer::string(std::string_view key, std::string& value) {
   Array a;
   array(key, a);  // adopts the stored array; stays null when a non-strict load misses the key
   if (a.is_null()) return;
-  RENSA_CHECK(a.ndim() == 1 && a.dtype() == Dtype::uint8, IOError, "Serializer::string: '", path(),
-              strip_leading(key), "' holds an array of shape ", a.shape(), " and dtype ", a.dtype(),
-              ", not a 1-d uint8 array");
+  RENSA_CHECK(a.ndim() == 1 && a.dtype() == Dtype::uint8, IOError, "Serializer::string: '", path(), strip_leading(key),
+              "' holds an array of shape ", a.shape(), " and dtype ", a.dtype(), ", not a 1-d uint8 array");
   const Array c = a.to(Device::cpu()).contiguous();
   value.assign(static_cast<const char*>(c.raw_data()), static_cast<std::size_t>(c.size()));
 }
@@ -95,8 +100,7 @@ DictionaryDeserializer::DictionaryDeserializer(std::map<std::string, Array> valu
                              std::make_shared<const std::string>(std::move(file)), std::string(), strict) {}
 
 DictionaryDeserializer::DictionaryDeserializer(std::shared_ptr<const std::map<std::string, Array>> values,
-                                               std::shared_ptr<const std::string> file, std::string path,
-                                               bool strict)
+                                               std::shared_ptr<const std::string> file, std::string path, bool strict)
     : values_(std::move(values)), file_(std::move(file)), path_(std::move(path)), strict_(strict) {}
 
 Serializer& DictionaryDeserializer::child(std::string_view name) {

@@ -31,7 +31,7 @@ struct MnistOptions {
   /// With ndim 3, repeat the gray channel three times: (3, 28, 28).
   bool rgb_format = false;
   /// Directory of the four IDX files; empty means kFashionMnistDir for get_fashion_mnist.
-  std::string dir;
+  std::string dir{};
 };
 
 /// Loads Fashion-MNIST from options.dir (default kFashionMnistDir): (train, test) TupleDatasets of

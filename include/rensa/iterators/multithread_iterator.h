@@ -21,7 +21,7 @@ struct MultithreadIteratorOptions {
   /// As SerialIteratorOptions::shuffle.
   bool shuffle = true;
   /// As SerialIteratorOptions::seed.
-  std::optional<uint64_t> seed;
+  std::optional<uint64_t> seed{};
   /// Worker threads (>= 1). They run kernels single-threaded, leaving the cores to the model.
   int n_threads = 1;
   /// Batches fetched ahead of the one returned (>= 1).

@@ -20,7 +20,7 @@ struct SerialIteratorOptions {
   bool shuffle = true;
   /// Seed of the shuffling generator (Philox: the same orders on every machine). When unset, a
   /// seed is drawn from the calling thread's default generator (so rensa::seed() makes runs repeat).
-  std::optional<uint64_t> seed;
+  std::optional<uint64_t> seed{};
 };
 
 namespace detail {

@@ -44,15 +44,15 @@ class Linear : public Link {
   const Variable& W() const { return W_; }
   /// The bias (out_size,), or a null Variable with nobias.
   const Variable& b() const { return b_; }
-  /// Input size, or -1 while it is not yet known.
-  int64_t in_size() const { return in_size_; }
+  /// Input size, or -1 while W is uninitialized (W may also be initialized by copyparams or by
+  /// loading).
+  int64_t in_size() const { return W_.array().is_null() ? -1 : W_.shape()[1]; }
   int64_t out_size() const { return out_size_; }
 
  private:
   void initialize_W(int64_t in_size);
   Generator& generator();
 
-  int64_t in_size_ = -1;
   int64_t out_size_;
   Dtype dtype_;
   std::shared_ptr<const initializers::Initializer> initialW_;

@@ -36,6 +36,9 @@ void train_step(Model& m, const Array& x, const Array& t) {
 }  // namespace
 
 TEST(Memory, TrainingLoopStaysFlat) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer's quarantine holds freed memory, so resident memory grows by design";
+#endif
   Model m;
   Array x = random::normal({16, 8}, 0.0, 1.0, Dtype::float32);
   Array t = random::uniform({16, 8}, -0.5, 0.5, Dtype::float32);

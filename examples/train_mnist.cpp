@@ -1,0 +1,74 @@
+// Trains a multi-layer perceptron (784-1000-1000-10) on Fashion-MNIST with Adam, evaluating on the
+// test set every epoch, with a log, a printed table, a progress bar, plots and snapshots.
+//   build/release/examples/train_mnist --epoch 20
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "rensa/rensa.h"
+#include "rensa/training.h"
+
+namespace F = rensa::functions;
+namespace L = rensa::links;
+namespace E = rensa::extensions;
+
+struct MLP : rensa::Chain {
+  L::Linear l1, l2, l3;  // input sizes are inferred at the first call
+  explicit MLP(int64_t units) : l1(units), l2(units), l3(10) {
+    add_link("l1", l1);
+    add_link("l2", l2);
+    add_link("l3", l3);
+  }
+  rensa::Variable forward(const rensa::Variable& x) override { return l3(F::relu(l2(F::relu(l1(x))))); }
+  using Link::forward;
+};
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train an MLP on Fashion-MNIST (or MNIST-format files) with rensa"};
+  int64_t epoch = 20, batchsize = 100, unit = 1000;
+  uint64_t seed = 0;
+  int threads = 1;
+  std::string out = "result", resume, dataset_dir;
+  app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
+  app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
+  app.add_option("-u,--unit", unit, "Units in each hidden layer")->check(CLI::Range(1, 100000));
+  app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
+  app.add_option("-r,--resume", resume, "Resume from this snapshot")->check(CLI::ExistingFile);
+  app.add_option("--seed", seed, "Seed of initialization and shuffling");
+  app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
+  app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    rensa::set_num_threads(threads);
+    rensa::seed(seed);
+    rensa::datasets::MnistOptions data_options;
+    auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
+                                             : rensa::datasets::get_mnist(dataset_dir, data_options);
+
+    L::Classifier model(std::make_shared<MLP>(unit));
+    rensa::optimizers::Adam optimizer;
+    optimizer.setup(model);
+
+    rensa::iterators::SerialIterator train_iter(train, batchsize, {.seed = seed});
+    rensa::iterators::SerialIterator test_iter(test, batchsize, {.repeat = false, .shuffle = false});
+    rensa::training::StandardUpdater updater(train_iter, optimizer);
+    rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
+
+    trainer.extend(E::Evaluator(test_iter, model));
+    trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
+    trainer.extend(E::LogReport());
+    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", "loss.png"));
+    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", "accuracy.png"));
+    trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
+                                   "validation/main/accuracy", "elapsed_time"}));
+    trainer.extend(E::ProgressBar());
+
+    if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
+    trainer.run();
+  } catch (const rensa::Error& e) {
+    std::cerr << "train_mnist: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

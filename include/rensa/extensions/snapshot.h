@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// snapshot and snapshot_object: save the trainer (or any serializable object) to an .npz file
+/// (Chainer's snapshot extensions). Resume with Trainer::resume(path) or serializers::load_npz.
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "rensa/serializers/npz.h"
+#include "rensa/serializers/serializer.h"
+#include "rensa/training/extension.h"
+#include "rensa/training/triggers.h"
+
+namespace rensa::extensions {
+
+/// Saves a target to `<out>/<filename>` (atomically) when triggered. `filename` may contain
+/// "{.updater.iteration}", "{.updater.epoch}" and "{.updater.epoch_detail}", replaced by the
+/// trainer's values (Chainer's str.format on the trainer). Priority -100: it runs after every
+/// writer and reader of the same iteration, so the snapshot holds their state.
+class Snapshot : public training::Extension {
+ public:
+  /// `target` null: the trainer itself. `n_retains` > 0 keeps only the newest n files this
+  /// extension wrote (older ones are deleted); -1 keeps all.
+  Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename, training::Trigger trigger,
+           int n_retains = -1, std::string default_name = "snapshot");
+
+  void operator()(training::Trainer& trainer) override;
+  training::Trigger default_trigger() const override { return trigger_; }
+  int default_priority() const override { return -100; }
+  std::string default_name() const override { return default_name_; }
+
+  /// The path the next call would write (for the trainer's current state).
+  std::string path_for(const training::Trainer& trainer) const;
+
+ private:
+  std::function<void(serializers::Serializer&)> target_;
+  std::string filename_;
+  training::Trigger trigger_;
+  int n_retains_;
+  std::string default_name_;
+  std::deque<std::string> written_;
+};
+
+/// Snapshots the whole trainer (updater with model, optimizer and iterator; triggers; extensions;
+/// elapsed time) every `trigger` (default: every epoch).
+Snapshot snapshot(std::string filename = "snapshot_iter_{.updater.iteration}",
+                  training::Trigger trigger = {1, "epoch"}, int n_retains = -1);
+
+/// Snapshots `target` (a link, an optimizer, ...; kept by reference) every `trigger`.
+template <serializers::Serializable T>
+Snapshot snapshot_object(T& target, std::string filename, training::Trigger trigger = {1, "epoch"}) {
+  return Snapshot([&target](serializers::Serializer& s) { target.serialize(s); }, std::move(filename),
+                  std::move(trigger), -1, "snapshot_object");
+}
+
+/// Replaces "{.updater.iteration}", "{.updater.epoch}", "{.updater.epoch_detail}", "{iteration}",
+/// "{epoch}" in `pattern` with the trainer's values; ValueError naming an unknown field.
+std::string format_filename(const std::string& pattern, const training::Trainer& trainer);
+
+}  // namespace rensa::extensions

@@ -1,0 +1,73 @@
+#include "rensa/extensions/evaluator.h"
+
+#include "rensa/core/config.h"
+#include "rensa/core/error.h"
+#include "rensa/datasets/concat_examples.h"
+#include "rensa/training/trainer.h"
+
+namespace rensa::extensions {
+
+Evaluator::Evaluator(iterators::Iterator& iterator, Link& target, EvaluatorOptions options)
+    : Evaluator(iterator, std::map<std::string, Link*>{{"main", &target}}, std::move(options)) {}
+
+Evaluator::Evaluator(iterators::Iterator& iterator, std::map<std::string, Link*> targets, EvaluatorOptions options)
+    : iterator_(&iterator),
+      targets_(std::move(targets)),
+      converter_(std::move(options.converter)),
+      device_(options.device),
+      eval_func_(std::move(options.eval_func)) {
+  for (const auto& [name, link] : targets_) {
+    RENSA_CHECK(link != nullptr, ValueError, "Evaluator: target '", name, "' is null");
+  }
+  RENSA_CHECK(eval_func_ != nullptr || targets_.count("main") == 1, ValueError,
+              "Evaluator: the default evaluation function needs a target named \"main\"");
+  if (converter_ == nullptr) {
+    converter_ = [](const iterators::Batch& batch, Device device) { return datasets::concat_examples(batch, device); };
+  }
+}
+
+void Evaluator::operator()(training::Trainer& trainer) {
+  (void)trainer;
+  training::report(evaluate());
+}
+
+training::DictSummary Evaluator::evaluate_summary() {
+  training::Reporter reporter;
+  const std::string prefix = name().empty() ? std::string() : name() + "/";
+  for (const auto& [target_name, link] : targets_) {
+    for (const auto& [path, sub] : link->namedlinks()) {
+      if (path == "/" || path.empty()) continue;
+      reporter.add_observer(prefix + target_name + path, sub);
+    }
+    reporter.add_observer(prefix + target_name, link);
+  }
+  training::DictSummary summary;
+  auto train_off = using_config("train", false);
+  auto no_backprop = no_backprop_mode();
+  iterator_->reset();
+  Link* main = targets_.count("main") == 1 ? targets_.at("main") : nullptr;
+  while (true) {
+    std::optional<iterators::Batch> batch = iterator_->next();
+    if (!batch.has_value()) break;
+    if (!batch->empty()) {
+      const std::vector<Array> arrays = converter_(*batch, device_);
+      std::vector<Variable> inputs(arrays.begin(), arrays.end());
+      training::Observation observation;
+      {
+        training::Reporter::Scope scope(reporter, observation);
+        if (eval_func_ != nullptr) {
+          eval_func_(inputs);
+        } else {
+          main->forward(inputs);
+        }
+      }
+      // Weighting each batch by its size makes the result the mean over examples.
+      summary.add(observation, static_cast<double>(batch->size()));
+    }
+    // A repeating iterator never runs dry: one epoch is the whole set.
+    if (iterator_->is_new_epoch()) break;
+  }
+  return summary;
+}
+
+}  // namespace rensa::extensions

@@ -1,0 +1,89 @@
+#include "rensa/extensions/snapshot.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "rensa/core/error.h"
+#include "rensa/training/trainer.h"
+
+namespace rensa::extensions {
+
+std::string format_filename(const std::string& pattern, const training::Trainer& trainer) {
+  const training::Updater& updater = trainer.updater();
+  std::string out;
+  std::size_t i = 0;
+  while (i < pattern.size()) {
+    const char c = pattern[i];
+    // "{{" and "}}" are literal braces, as in str.format.
+    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
+      out += c;
+      i += 2;
+      continue;
+    }
+    if (c != '{') {
+      out += c;
+      ++i;
+      continue;
+    }
+    const std::size_t close = pattern.find('}', i);
+    RENSA_CHECK(close != std::string::npos, ValueError, "format_filename: unclosed '{' in '", pattern, "'");
+    const std::string field = pattern.substr(i + 1, close - i - 1);
+    if (field == ".updater.iteration" || field == "iteration") {
+      out += std::to_string(updater.iteration());
+    } else if (field == ".updater.epoch" || field == "epoch") {
+      out += std::to_string(updater.epoch());
+    } else if (field == ".updater.epoch_detail" || field == "epoch_detail") {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", updater.epoch_detail());
+      out += buf;
+    } else {
+      RENSA_THROW(ValueError, "format_filename: unknown field '{", field, "}' in '", pattern,
+                  "'; known: {.updater.iteration}, {.updater.epoch}, {.updater.epoch_detail}, {iteration}, {epoch}");
+    }
+    i = close + 1;
+  }
+  return out;
+}
+
+Snapshot::Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename,
+                   training::Trigger trigger, int n_retains, std::string default_name)
+    : target_(std::move(target)),
+      filename_(std::move(filename)),
+      trigger_(std::move(trigger)),
+      n_retains_(n_retains),
+      default_name_(std::move(default_name)) {
+  RENSA_CHECK(!filename_.empty(), ValueError, "snapshot: empty file name");
+  RENSA_CHECK(n_retains_ == -1 || n_retains_ > 0, ValueError, "snapshot: n_retains must be -1 or positive, got ",
+              n_retains_);
+}
+
+std::string Snapshot::path_for(const training::Trainer& trainer) const {
+  return (std::filesystem::path(trainer.out()) / format_filename(filename_, trainer)).string();
+}
+
+void Snapshot::operator()(training::Trainer& trainer) {
+  const std::string path = path_for(trainer);
+  serializers::DictionarySerializer s;
+  if (target_ != nullptr) {
+    target_(s);
+  } else {
+    trainer.serialize(s);
+  }
+  serializers::write_npz(path, s.target());
+  if (written_.empty() || written_.back() != path) written_.push_back(path);
+  if (n_retains_ > 0) {
+    while (written_.size() > static_cast<std::size_t>(n_retains_)) {
+      std::error_code ec;
+      std::filesystem::remove(written_.front(), ec);
+      if (ec) std::cerr << "snapshot: cannot remove old snapshot '" << written_.front() << "': " << ec.message() << "\n";
+      written_.pop_front();
+    }
+  }
+}
+
+Snapshot snapshot(std::string filename, training::Trigger trigger, int n_retains) {
+  return Snapshot(nullptr, std::move(filename), std::move(trigger), n_retains, "snapshot");
+}
+
+}  // namespace rensa::extensions
