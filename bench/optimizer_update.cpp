@@ -8,10 +8,10 @@
 #include <memory>
 #include <vector>
 
-#include "rensa/rensa.h"
 #include "rensa/links/link.h"
 #include "rensa/optimizers/adam.h"
 #include "rensa/optimizers/sgd.h"
+#include "rensa/rensa.h"
 
 namespace F = rensa::functions;
 using rensa::Array;

@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
     trainer.extend(E::Evaluator(test_iter, model));
     trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
     trainer.extend(E::LogReport());
-    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", "loss.png"));
-    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", "accuracy.png"));
+    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
+    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
     trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
                                    "validation/main/accuracy", "elapsed_time"}));
     trainer.extend(E::ProgressBar());

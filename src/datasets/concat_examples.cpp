@@ -29,19 +29,23 @@ std::vector<Array> concat_examples(const std::vector<Example>& batch, Device dev
     Array stacked = Array::empty(shape, first.dtype(), host);
     const std::size_t row_bytes = first.nbytes();
     auto* dst = static_cast<unsigned char*>(stacked.raw_data());
+    Array moved;
     for (std::size_t b = 0; b < batch.size(); ++b) {
-      Array ex = batch[b][c];
-      RENSA_CHECK(!ex.is_null(), ValueError, "concat_examples: column ", c, " of example ", b, " is a null array");
-      RENSA_CHECK(ex.shape() == first.shape(), ShapeError, "concat_examples: column ", c, " of example ", b,
-                  " has shape ", ex.shape(), " but example 0 has shape ", first.shape());
-      RENSA_CHECK(ex.dtype() == first.dtype(), DtypeError, "concat_examples: column ", c, " of example ", b,
-                  " has dtype ", ex.dtype(), " but example 0 has dtype ", first.dtype());
-      if (ex.device() != host) ex = ex.to(host);
+      const Array* ex = &batch[b][c];  // no handle copy: this loop is on the training hot path
+      RENSA_CHECK(!ex->is_null(), ValueError, "concat_examples: column ", c, " of example ", b, " is a null array");
+      RENSA_CHECK(ex->shape() == first.shape(), ShapeError, "concat_examples: column ", c, " of example ", b,
+                  " has shape ", ex->shape(), " but example 0 has shape ", first.shape());
+      RENSA_CHECK(ex->dtype() == first.dtype(), DtypeError, "concat_examples: column ", c, " of example ", b,
+                  " has dtype ", ex->dtype(), " but example 0 has dtype ", first.dtype());
+      if (ex->device() != host) {
+        moved = ex->to(host);
+        ex = &moved;
+      }
       // The hot path (rows of a TupleDataset column): one memcpy per example.
-      if (ex.is_contiguous()) {
-        if (row_bytes != 0) std::memcpy(dst + b * row_bytes, ex.raw_data(), row_bytes);
+      if (ex->is_contiguous()) {
+        if (row_bytes != 0) std::memcpy(dst + b * row_bytes, ex->raw_data(), row_bytes);
       } else {
-        detail::row_view(stacked, static_cast<int64_t>(b)).assign(ex);
+        detail::row_view(stacked, static_cast<int64_t>(b)).assign(*ex);
       }
     }
     out.push_back(host == device ? std::move(stacked) : stacked.to(device));

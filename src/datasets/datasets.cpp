@@ -49,7 +49,7 @@ std::vector<int64_t> permutation(int64_t n, Generator& gen) {
   const uint64_t base = gen.advance(static_cast<uint64_t>(n));
   // Fisher-Yates: position i swaps with a uniform j in [0, i], drawn from counter base + i so the
   // result depends only on (seed, offset). The 64x64->128 multiply maps 64 random bits onto
-  // [0, i] with a bias below 2^-40 for any dataset that fits in memory.
+  // [0, i] with a relative bias of at most (i + 1) / 2^64: below 2^-40 up to 16M examples.
   for (int64_t i = n - 1; i > 0; --i) {
     uint32_t r[4];
     rensa::detail::philox4x32(base + static_cast<uint64_t>(i), gen.seed(), r);

@@ -20,7 +20,7 @@ IterationPlan::IterationPlan(const char* who, datasets::DatasetPtr dataset_, int
               ": a repeating iterator needs a non-empty dataset (its size is 0)");
   if (seed_) {
     seed = *seed_;
-  } else {
+  } else if (shuffle) {
     // Drawn from the caller's default generator, so rensa::seed() makes the orders repeat.
     Generator& g = default_generator();
     uint32_t r[4];
@@ -75,6 +75,7 @@ std::optional<std::vector<int64_t>> IterationPlan::advance(IteratorState& state)
     i_end = repeat ? i_end - n : 0;
     ++state.epoch;
     is_new_epoch = true;
+    if (!repeat) break;  // one epoch at most (an empty dataset would otherwise loop forever)
   }
   take(i, i_end);
   state.current_position = i_end;

@@ -50,8 +50,8 @@ void GradientClipping::operator()(Optimizer& optimizer) {
     const Array sq = fd::unary("GradientClipping", UnaryOp::square, gc);
     Shape axes;
     for (int64_t i = 0; i < sq.ndim(); ++i) axes.push_back(i);
-    sqnorm += fd::reduce("GradientClipping", ReduceOp::sum, sq, axes, false, Dtype::float64).to(Device::cpu())
-                  .item<double>();
+    sqnorm +=
+        fd::reduce("GradientClipping", ReduceOp::sum, sq, axes, false, Dtype::float64).to(Device::cpu()).item<double>();
   });
   last_norm_ = std::sqrt(sqnorm);
   if (!(last_norm_ > threshold_)) return;

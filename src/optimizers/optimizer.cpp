@@ -83,12 +83,14 @@ double Optimizer::hyperparam(const std::string& name) const {
 
 void Optimizer::set_hyperparam(const std::string& name, double value) {
   const auto it = hyperparams_.find(name);
-  RENSA_CHECK(it != hyperparams_.end(), ValueError, optimizer_name_, "::set_hyperparam: unknown hyperparameter '",
-              name, "'; valid names: ", join_names(hyperparams_));
+  RENSA_CHECK(it != hyperparams_.end(), ValueError, optimizer_name_, "::set_hyperparam: unknown hyperparameter '", name,
+              "'; valid names: ", join_names(hyperparams_));
   it->second = value;
 }
 
-bool Optimizer::has_hyperparam(const std::string& name) const { return hyperparams_.count(name) != 0; }
+bool Optimizer::has_hyperparam(const std::string& name) const {
+  return hyperparams_.count(name) != 0;
+}
 
 double Optimizer::lr() const {
   const auto it = hyperparams_.find("lr");
@@ -171,14 +173,14 @@ void FusedRule::update(const Variable& param) {
   if (grad.is_null()) return;
   const Array& p = param.array();
   const Array& g = grad.array();
-  RENSA_CHECK(is_floating(p.dtype()), DtypeError, owner_, ": parameter ", p.shape(), " must have a floating dtype, got ",
-              p.dtype());
+  RENSA_CHECK(is_floating(p.dtype()), DtypeError, owner_, ": parameter ", p.shape(),
+              " must have a floating dtype, got ", p.dtype());
   RENSA_CHECK(g.shape() == p.shape(), ShapeError, owner_, ": gradient shape ", g.shape(),
               " does not match parameter shape ", p.shape());
   RENSA_CHECK(g.dtype() == p.dtype(), DtypeError, owner_, ": gradient dtype ", g.dtype(),
               " does not match parameter dtype ", p.dtype(), " (shape ", p.shape(), ")");
-  RENSA_CHECK(g.device() == p.device(), DeviceError, owner_, ": gradient on ", g.device(), " but parameter ",
-              p.shape(), " on ", p.device());
+  RENSA_CHECK(g.device() == p.device(), DeviceError, owner_, ": gradient on ", g.device(), " but parameter ", p.shape(),
+              " on ", p.device());
   auto kernel = RENSA_KERNEL(p.device(), optimizer_update, owner_);
   ++t;
   double hp[kMaxHyperparams] = {};

@@ -5,7 +5,9 @@
 
 namespace rensa::optimizers {
 
-SGD::SGD(double lr) : lr_(declare_hyperparam("lr", lr)) { optimizer_name_ = "SGD"; }
+SGD::SGD(double lr) : lr_(declare_hyperparam("lr", lr)) {
+  optimizer_name_ = "SGD";
+}
 
 std::unique_ptr<UpdateRule> SGD::create_update_rule() {
   return std::make_unique<detail::FusedRule>(OptimizerKind::sgd, optimizer_name_, std::vector<std::string>{}, 0,
@@ -35,8 +37,8 @@ NesterovAG::NesterovAG(double lr, double momentum)
 }
 
 std::unique_ptr<UpdateRule> NesterovAG::create_update_rule() {
-  return std::make_unique<detail::FusedRule>(OptimizerKind::nesterov_ag, optimizer_name_,
-                                             std::vector<std::string>{"v"}, 1, [this](int64_t, double* hp) {
+  return std::make_unique<detail::FusedRule>(OptimizerKind::nesterov_ag, optimizer_name_, std::vector<std::string>{"v"},
+                                             1, [this](int64_t, double* hp) {
                                                hp[0] = *lr_;
                                                hp[1] = *momentum_;
                                                return 1;

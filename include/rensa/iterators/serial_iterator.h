@@ -18,8 +18,9 @@ struct SerialIteratorOptions {
   bool repeat = true;
   /// Visit the examples in a new random order every epoch; in index order when false.
   bool shuffle = true;
-  /// Seed of the shuffling generator (Philox: the same orders on every machine). When unset, a
-  /// seed is drawn from the calling thread's default generator (so rensa::seed() makes runs repeat).
+  /// Seed of the shuffling generator (Philox: the same orders on every machine). When unset and
+  /// shuffling, a seed is drawn from the calling thread's default generator (so rensa::seed() makes
+  /// runs repeat); without shuffling it is 0 and the default generator is left alone.
   std::optional<uint64_t> seed{};
 };
 

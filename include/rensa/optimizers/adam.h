@@ -52,8 +52,7 @@ class AdamW : public Adam {
 /// AMSGrad (Chainer's AMSGrad): Adam with `amsgrad` set.
 class AMSGrad : public Adam {
  public:
-  explicit AMSGrad(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
-                   double eta = 1.0)
+  explicit AMSGrad(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0)
       : Adam(alpha, beta1, beta2, eps, eta, 0.0, true) {
     optimizer_name_ = "AMSGrad";
   }

@@ -37,7 +37,8 @@ void fused(const Array& param, const Array& grad, const Array* state, Step step)
           step(p[i * r.stride[0]], g[i * r.stride[1]], s[K][i * r.stride[2 + K]]...);
         }
       }
-    }(std::make_index_sequence<S>());
+    }
+    (std::make_index_sequence<S>());
   });
 }
 
@@ -126,9 +127,7 @@ void update_typed(OptimizerKind kind, const Array& param, const Array& grad, con
 
 void optimizer_update(OptimizerKind kind, const Array& param, const Array& grad, const Array* state, int n_state,
                       const double* hp) {
-  const int expected = kind == OptimizerKind::sgd    ? 0
-                       : kind == OptimizerKind::adam ? (hp[6] != 0.0 ? 3 : 2)
-                                                     : 1;
+  const int expected = kind == OptimizerKind::sgd ? 0 : kind == OptimizerKind::adam ? (hp[6] != 0.0 ? 3 : 2) : 1;
   RENSA_CHECK(n_state == expected, ValueError, "cpu optimizer_update: kind ", static_cast<int>(kind), " takes ",
               expected, " state arrays, got ", n_state);
   dispatch_floating(param.dtype(), "cpu optimizer_update",

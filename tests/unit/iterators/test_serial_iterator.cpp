@@ -282,6 +282,10 @@ TEST(SerialIterator, UnseededIteratorsFollowTheDefaultGenerator) {
   SerialIterator c(make_dataset(50), 5);
   EXPECT_EQ(a.seed(), c.seed());
   EXPECT_EQ(stream(a, 20), stream(c, 20));
+  // Without shuffling no seed is needed, and the default generator is left alone.
+  const uint64_t offset = default_generator().offset();
+  SerialIterator in_order(make_dataset(5), 2, {.shuffle = false});
+  EXPECT_EQ(default_generator().offset(), offset);
 }
 
 }  // namespace

@@ -126,8 +126,9 @@ TEST(EmbedId, Errors) {
   expect_error<IndexError>([&] { F::embed_id(Array::from_vector<int64_t>({-2}), W, -1); }, {"embed_id", "id -2"});
   expect_error<DtypeError>([&] { F::embed_id(Array::zeros({2}, Dtype::float32), W); },
                            {"embed_id", "float32", "(2,)"});
-  expect_error<DtypeError>([&] { F::embed_id(Array::zeros({2}, Dtype::int64), Variable(Array::zeros({5, 3}, Dtype::int32))); },
-                           {"embed_id", "int32"});
+  expect_error<DtypeError>(
+      [&] { F::embed_id(Array::zeros({2}, Dtype::int64), Variable(Array::zeros({5, 3}, Dtype::int32))); },
+      {"embed_id", "int32"});
   expect_error<ShapeError>([&] { F::embed_id(Array::zeros({2}, Dtype::int64), Variable(Array::zeros({5}))); },
                            {"embed_id", "(5,)", "(2,)"});
   expect_error<DeviceError>(

@@ -31,7 +31,9 @@ struct Model {
   }
 };
 
-Vec vec(const Variable& v) { return v.array().to_vector<double>(); }
+Vec vec(const Variable& v) {
+  return v.array().to_vector<double>();
+}
 
 // Runs only the hooks of `opt` (an SGD with lr 0 leaves the parameters alone).
 void run_hooks(O::Optimizer& opt) {

@@ -117,10 +117,23 @@ TEST(OptimizerSerialize, KeysFollowChainer) {
   adam.update();
   std::vector<std::string> keys;
   for (const auto& [k, v] : save(adam)) keys.push_back(k);
-  const std::vector<std::string> expected{"W/m", "W/t", "W/v", "W/vhat", "epoch", "hyperparam/alpha",
-                                          "hyperparam/amsgrad", "hyperparam/beta1", "hyperparam/beta2",
-                                          "hyperparam/eps", "hyperparam/eta", "hyperparam/weight_decay_rate",
-                                          "l1/b/m", "l1/b/t", "l1/b/v", "l1/b/vhat", "t"};
+  const std::vector<std::string> expected{"W/m",
+                                          "W/t",
+                                          "W/v",
+                                          "W/vhat",
+                                          "epoch",
+                                          "hyperparam/alpha",
+                                          "hyperparam/amsgrad",
+                                          "hyperparam/beta1",
+                                          "hyperparam/beta2",
+                                          "hyperparam/eps",
+                                          "hyperparam/eta",
+                                          "hyperparam/weight_decay_rate",
+                                          "l1/b/m",
+                                          "l1/b/t",
+                                          "l1/b/v",
+                                          "l1/b/vhat",
+                                          "t"};
   EXPECT_EQ(keys, expected);
   const auto saved = save(adam);
   EXPECT_EQ(saved.at("t").item<int64_t>(), 1);

@@ -64,7 +64,8 @@ void expect_matches_naive(O::Optimizer& opt, const NaiveStep& naive, int steps =
     for (std::size_t k = 0; k < params.size(); ++k) {
       const Vec got = params[k].array().to_vector<double>();
       for (std::size_t i = 0; i < got.size(); ++i) {
-        ASSERT_NEAR(got[i], p[k][i], rtol * (1.0 + std::abs(p[k][i]))) << "step " << t << " param " << k << " elem " << i;
+        ASSERT_NEAR(got[i], p[k][i], rtol * (1.0 + std::abs(p[k][i])))
+            << "step " << t << " param " << k << " elem " << i;
       }
     }
   }
@@ -319,9 +320,8 @@ TEST(Optimizers, CpuKernelMatchesReference) {
           const auto yr = run_kernel(Device::reference(), c.kind, p, g, state, c.hp, noncontig);
           const double tol = dtype == Dtype::float64 ? 1e-13 : dtype == Dtype::float32 ? 2e-6 : 1e-2;
           for (std::size_t i = 0; i < yc.size(); ++i) {
-            EXPECT_TRUE(allclose(yc[i], yr[i], tol, tol))
-                << "kind " << static_cast<int>(c.kind) << " " << dtype << " " << shape << " noncontig " << noncontig
-                << " output " << i;
+            EXPECT_TRUE(allclose(yc[i], yr[i], tol, tol)) << "kind " << static_cast<int>(c.kind) << " " << dtype << " "
+                                                          << shape << " noncontig " << noncontig << " output " << i;
           }
         }
       }
@@ -334,7 +334,8 @@ TEST(Optimizers, KernelRejectsWrongStateCount) {
   for (const Device d : {Device::cpu(), Device::reference()}) {
     const double hp[7] = {0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, 1.0};
     Array st[2] = {Array::zeros({3}), Array::zeros({3})};
-    expect_error<ValueError>([&] { RENSA_KERNEL(d, optimizer_update, "test")(OptimizerKind::adam, p, g, st, 2, hp); },
+    expect_error<ValueError>([&] { RENSA_KERNEL(d, optimizer_update, "test")
+                                   (OptimizerKind::adam, p, g, st, 2, hp); },
                              {"optimizer_update", "takes 3 state arrays, got 2"});
   }
 }
