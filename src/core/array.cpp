@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "rensa/core/backend.h"
 #include "rensa/core/pool_allocator.h"
@@ -24,12 +26,21 @@ Array::Array(std::shared_ptr<detail::Storage> storage, Shape shape, Shape stride
       dtype_(dtype) {}
 
 Array Array::empty(const Shape& shape, Dtype dtype, Device device) {
+  // Extents are checked one factor at a time so a huge shape is refused instead of wrapping around.
+  const uint64_t item = rensa::itemsize(dtype);
+  const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / item;
+  uint64_t span = 1;
+  bool any_zero = false;
   for (int64_t d : shape) {
     RENSA_CHECK(d >= 0, ShapeError, "Array::empty: negative extent in shape ", shape);
+    any_zero = any_zero || d == 0;
+    const uint64_t factor = d == 0 ? 1 : static_cast<uint64_t>(d);
+    RENSA_CHECK(span <= limit / factor, ShapeError, "Array::empty: shape ", shape, " of ", dtype_name(dtype),
+                " needs more than ", limit * item, " bytes");
+    span *= factor;
   }
-  auto storage = std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>(),
-                                                       static_cast<std::size_t>(shape.numel()) * rensa::itemsize(dtype),
-                                                       device);
+  const std::size_t bytes = any_zero ? 0 : static_cast<std::size_t>(span * item);
+  auto storage = std::allocate_shared<detail::Storage>(detail::PoolAllocator<detail::Storage>(), bytes, device);
   return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 

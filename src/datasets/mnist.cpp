@@ -100,15 +100,18 @@ class IdxAccumulator {
 
   void finish_header() {
     header_done_ = true;
-    uint64_t count = 1;
+    uint64_t count = 1, span = 1;
     for (int d = 0; d < ndim_; ++d) {
       const uint32_t extent = be32(header_.data() + 4 + 4 * d);
       dims_.push_back(extent);
-      // Checked one factor at a time so the product cannot overflow.
-      if (extent != 0 && count > kMaxIdxDataBytes / extent) {
+      // Checked one factor at a time so the product cannot overflow. Zero extents count as one:
+      // the array's strides are products of the other extents even when it holds no data.
+      const uint64_t factor = std::max<uint32_t>(extent, 1);
+      if (span > kMaxIdxDataBytes / factor) {
         RENSA_THROW(IOError, what_, ": dimension ", d, " (", extent, ") makes the data larger than ",
                     kMaxIdxDataBytes, " bytes");
       }
+      span *= factor;
       count *= extent;
     }
     expected_data_ = count;
@@ -197,7 +200,9 @@ std::vector<unsigned char> read_file(const std::string& path) {
 }
 
 Array to_uint8_array(const IdxAccumulator& acc) {
-  Array out = Array::empty(Shape(acc.dims()), Dtype::uint8);
+  Shape shape;  // built by push_back: Shape(std::vector) memmoves from a null pointer when empty
+  for (const int64_t d : acc.dims()) shape.push_back(d);
+  Array out = Array::empty(shape, Dtype::uint8);
   if (!acc.data().empty()) std::memcpy(out.raw_data(), acc.data().data(), acc.data().size());
   return out;
 }

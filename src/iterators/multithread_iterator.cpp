@@ -113,7 +113,9 @@ struct MultithreadIterator::Impl {
       bool last, stack_it;
       {
         std::lock_guard lock(mutex);
-        if (error && !p.error) p.error = error;
+        // Moved, not copied: the exception must not outlive the batch on this thread.
+        if (error && !p.error) p.error = std::move(error);
+        error = nullptr;
         last = --p.chunks_left == 0;
         stack_it = last && stack && !p.error && !p.cancelled;
         if (last && !stack_it) p.done = true;
@@ -127,7 +129,7 @@ struct MultithreadIterator::Impl {
           stack_error = std::current_exception();
         }
         std::lock_guard lock(mutex);
-        p.error = stack_error;
+        p.error = std::move(stack_error);
         p.done = true;
       }
       if (last) done_cv.notify_all();
@@ -183,7 +185,11 @@ struct MultithreadIterator::Impl {
     previous_epoch_detail = plan.epoch_detail(state);
     state = p->state_after;
     if (p->end) lookahead = state;  // plan again from the end (it stays the end until reset)
-    if (p->error) std::rethrow_exception(p->error);
+    if (p->error) {
+      // Taken out of the batch: the exception then dies on this thread, not with the batch.
+      std::exception_ptr error = std::move(p->error);
+      std::rethrow_exception(error);
+    }
     return p;
   }
 

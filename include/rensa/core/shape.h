@@ -93,7 +93,7 @@ class Shape {
   std::size_t capacity() const { return heap_ ? heap_cap_ : kInline; }
   void assign(const int64_t* p, std::size_t n) {
     if (n > capacity()) grow(n);
-    std::memmove(data(), p, n * sizeof(int64_t));
+    if (n != 0) std::memmove(data(), p, n * sizeof(int64_t));  // p may be null when n is 0
     size_ = n;
   }
   void grow(std::size_t n) {

@@ -99,3 +99,18 @@ TEST(Random, SameNumbersEveryRunAndBackend) {
   Array p2 = random::uniform({6}, 0, 1, Dtype::float64, Device::cpu(), &g5);
   EXPECT_EQ(whole.to_vector<double>()[5], p2.to_vector<double>()[1]);
 }
+
+// Regression: a shape whose byte count overflows used to wrap around to a small allocation.
+TEST(Array, EmptyRefusesShapesThatOverflow) {
+  try {
+    (void)Array::empty({int64_t{1} << 32, int64_t{1} << 32}, Dtype::float32);
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("Array::empty"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(4294967296, 4294967296)"), std::string::npos) << e.what();
+  }
+  // A zero extent makes the array empty however large the others are.
+  Array z = Array::empty({0, int64_t{1} << 40}, Dtype::float64);
+  EXPECT_EQ(z.size(), 0);
+  EXPECT_EQ(Shape(std::vector<int64_t>{}).size(), 0u);  // regression: no memmove from a null pointer
+}

@@ -262,6 +262,8 @@ TEST(ParseIdx, RejectsBadHeaders) {
   // Dimensions whose product is absurd are refused before any allocation.
   const Bytes huge = idx(0x803, {0xffffffffu, 0xffffffffu, 0xffffffffu}, {});
   expect_error<IOError>([&] { parse_idx(huge.data(), huge.size(), "mem"); }, {"mem", "larger than"});
+  const Bytes empty_but_huge = idx(0x803, {0, 0xffffffffu, 0xffffffffu}, {});
+  expect_error<IOError>([&] { parse_idx(empty_but_huge.data(), empty_but_huge.size(), "mem"); }, {"mem", "larger than"});
   const Bytes big = idx(0x803, {60000, 28, 28}, {1, 2, 3});
   expect_error<IOError>([&] { parse_idx(big.data(), big.size(), "mem"); },
                         {"mem", "expected 47040000 bytes of data after the header, found 3"});
