@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// The umbrella header of rensa: the core and every function family.
+/// The umbrella header of rensa: the core, every function family, and the training stack
+/// (rensa/training.h). The multi-node layer, which links MPI, has its own: rensa/mn.h.
 
 #include "rensa/core/array.h"
 #include "rensa/core/backend.h"
@@ -17,8 +18,10 @@
 #include "rensa/functions/activation.h"
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
+#include "rensa/functions/convolution.h"
 #include "rensa/functions/evaluation.h"
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/loss.h"
 #include "rensa/functions/noise.h"
 #include "rensa/functions/reduction.h"
+#include "rensa/training.h"

@@ -44,6 +44,25 @@ enum class OptimizerKind : uint8_t {
   adagrad,       ///< state: h; hp: lr, eps
 };
 
+/// Geometry of a 2-d convolution over NCHW arrays: y[n, o, i, j] = sum over c, ky, kx of
+/// x[n, c, i*stride_y - pad_y + ky*dilate_y, j*stride_x - pad_x + kx*dilate_x] * W[o, c, ky, kx],
+/// elements outside x reading 0, c running over the input channels of o's group. pad_* is the
+/// top/left padding; the output extent is the output array's, so the bottom/right padding is
+/// whatever that implies (it may be smaller than pad_*, or larger with cover_all).
+struct Conv2dParams {
+  int64_t stride_y = 1, stride_x = 1;
+  int64_t pad_y = 0, pad_x = 0;
+  int64_t dilate_y = 1, dilate_x = 1;
+  int64_t groups = 1;
+};
+/// Geometry of a 2-d pooling window over NCHW arrays; as Conv2dParams, the output extent is the
+/// output array's and pad_* is the top/left padding.
+struct Pool2dParams {
+  int64_t ksize_y = 1, ksize_x = 1;
+  int64_t stride_y = 1, stride_x = 1;
+  int64_t pad_y = 0, pad_x = 0;
+};
+
 /// The kernels a backend provides. Shapes are checked before a kernel is called: inputs of
 /// elementwise kernels are already broadcast to the output's shape.
 struct KernelTable {
@@ -75,6 +94,30 @@ struct KernelTable {
   /// (floating); 16-bit floats are computed in float32.
   void (*optimizer_update)(OptimizerKind kind, const Array& param, const Array& grad, const Array* state,
                            int n_state, const double* hp) = nullptr;
+
+  // ---- convolution and pooling (NCHW; inputs any strides, outputs contiguous; one floating dtype) ----
+  /// y (N, O, OH, OW) = conv(x (N, C, H, W), w (O, C/groups, KH, KW)) + b (O,) broadcast; `b` may be
+  /// a null Array (no bias). See Conv2dParams.
+  void (*conv2d_forward)(const Array& x, const Array& w, const Array& b, const Array& y,
+                         const Conv2dParams& p) = nullptr;
+  /// gx (N, C, H, W) = the transpose of conv2d_forward (without bias) in x applied to gy (N, O, OH,
+  /// OW): every gy element spreads over its window through w. gx's shape fixes H and W.
+  void (*conv2d_backward_data)(const Array& gy, const Array& w, const Array& gx, const Conv2dParams& p) = nullptr;
+  /// gw (O, C/groups, KH, KW) = the gradient of <conv2d_forward(x, w), gy> in w (overwritten).
+  void (*conv2d_backward_weights)(const Array& x, const Array& gy, const Array& gw,
+                                  const Conv2dParams& p) = nullptr;
+  /// y (N, C, OH, OW) = maximum of x over each window (padding never wins); `indices` (int32, y's
+  /// shape) receives the flat position h*W + w of the maximum within its (H, W) plane (the first
+  /// one on ties). Every window must hold at least one element of x.
+  void (*max_pool2d_forward)(const Array& x, const Array& y, const Array& indices, const Pool2dParams& p) = nullptr;
+  /// gx (N, C, H, W) = 0, then gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
+  void (*max_pool2d_backward)(const Array& gy, const Array& indices, const Array& gx) = nullptr;
+  /// y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]] (y and indices of one shape).
+  void (*max_pool2d_gather)(const Array& x, const Array& indices, const Array& y) = nullptr;
+  /// y (N, C, OH, OW) = sum of x over each window / (KH * KW): padding counts as zeros.
+  void (*avg_pool2d_forward)(const Array& x, const Array& y, const Pool2dParams& p) = nullptr;
+  /// gx (N, C, H, W) = the transpose of avg_pool2d_forward applied to gy.
+  void (*avg_pool2d_backward)(const Array& gy, const Array& gx, const Pool2dParams& p) = nullptr;
 };
 
 /// A backend: memory allocation and the kernel table for one device type.

@@ -6,6 +6,7 @@
 
 #include "src/backends/common/host_kernels.h"
 #include "src/backends/common/scalar_ops.h"
+#include "src/backends/reference/conv_pool.h"
 
 namespace rensa::backends {
 std::unique_ptr<Backend> make_host_backend(std::string_view name);
@@ -274,6 +275,14 @@ std::unique_ptr<Backend> make_reference_backend() {
   k.scatter_item = host::scatter_item;
   k.where = reference::where;
   k.optimizer_update = reference::optimizer_update;
+  k.conv2d_forward = reference::conv2d_forward;
+  k.conv2d_backward_data = reference::conv2d_backward_data;
+  k.conv2d_backward_weights = reference::conv2d_backward_weights;
+  k.max_pool2d_forward = reference::max_pool2d_forward;
+  k.max_pool2d_backward = reference::max_pool2d_backward;
+  k.max_pool2d_gather = reference::max_pool2d_gather;
+  k.avg_pool2d_forward = reference::avg_pool2d_forward;
+  k.avg_pool2d_backward = reference::avg_pool2d_backward;
   return b;
 }
 

@@ -1,0 +1,48 @@
+"""Shared by the PyTorch training-step benchmarks (mlp_train_torch.py, cnn_step_torch.py): the
+flags, synthetic batches and the timed loop of bench/train_step.h, in PyTorch."""
+import argparse
+import time
+
+import torch
+
+
+def parser(description, batchsize, warmup):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--batchsize", "-b", type=int, default=batchsize)
+    p.add_argument("--threads", "-t", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=warmup)
+    return p
+
+
+def run_steps(label, model, optimizer, sample_shape, args):
+    """Times optimizer steps of `model` on a few synthetic batches and prints the rates like rensa."""
+    batches = [(torch.rand(args.batchsize, *sample_shape), torch.randint(0, 10, (args.batchsize,)))
+               for _ in range(4)]
+    step = 0
+
+    def train_step():
+        nonlocal step
+        x, t = batches[step % len(batches)]
+        step += 1
+        optimizer.zero_grad()
+        y = model(x)
+        loss = torch.nn.functional.cross_entropy(y, t)
+        (y.argmax(1) == t).float().mean().item()  # the accuracy a Chainer Classifier reports
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    for _ in range(args.warmup):
+        train_step()
+    rates = []
+    for _ in range(args.repeats):
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < args.seconds:
+            train_step()
+            steps += 1
+        rates.append(steps * args.batchsize / (time.perf_counter() - start))
+    rates.sort()
+    print(f"torch {label} batch {args.batchsize} threads {args.threads}: samples/s "
+          f"min {rates[0]:.0f} median {rates[len(rates) // 2]:.0f} max {rates[-1]:.0f}")

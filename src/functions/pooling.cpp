@@ -1,0 +1,105 @@
+// Pooling. Max pooling keeps the position of each window's maximum (int32, within its (H, W)
+// plane): its backward scatters gy to those positions and the backward of that scatter gathers
+// from them, so the pair are each other's backward. Average pooling and its transpose likewise.
+#include <limits>
+
+#include "rensa/functions/convolution.h"
+#include "rensa/functions/reduction.h"
+#include "src/functions/common.h"
+#include "src/functions/conv_geometry.h"
+
+namespace rensa::functions {
+namespace {
+
+using Grads = std::vector<Variable>;
+
+Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape);
+
+// y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]].
+Variable max_pool_gather(const Variable& x, const Array& indices) {
+  Array y = Array::empty(indices.shape(), x.dtype(), x.device());
+  if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_gather, "max_pooling_2d")(x.array(), indices, y);
+  return record1("max_pooling_2d_gather", {x}, std::move(y),
+                 [indices, x_shape = x.shape()](const BackwardContext& ctx) {
+                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape)};
+                 });
+}
+
+// gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
+Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape) {
+  Array gx = Array::empty(x_shape, gy.dtype(), gy.device());
+  if (gx.size() > 0) RENSA_KERNEL(gy.device(), max_pool2d_backward, "max_pooling_2d")(gy.array(), indices, gx);
+  return record1("max_pooling_2d_grad", {gy}, std::move(gx),
+                 [indices](const BackwardContext& ctx) { return Grads{max_pool_gather(ctx.grad_output(), indices)}; });
+}
+
+Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape);
+
+Variable avg_pool(const Variable& x, const Pool2dParams& p, const Shape& y_shape) {
+  Array y = Array::empty(y_shape, x.dtype(), x.device());
+  if (y.size() > 0) RENSA_KERNEL(x.device(), avg_pool2d_forward, "average_pooling_2d")(x.array(), y, p);
+  return record1("average_pooling_2d", {x}, std::move(y), [p, x_shape = x.shape()](const BackwardContext& ctx) {
+    return Grads{avg_pool_transpose(ctx.grad_output(), p, x_shape)};
+  });
+}
+
+Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape) {
+  Array gx = Array::empty(x_shape, gy.dtype(), gy.device());
+  if (gx.size() > 0) RENSA_KERNEL(gy.device(), avg_pool2d_backward, "average_pooling_2d")(gy.array(), gx, p);
+  return record1("average_pooling_2d_grad", {gy}, std::move(gx), [p, y_shape = gy.shape()](const BackwardContext& ctx) {
+    return Grads{avg_pool(ctx.grad_output(), p, y_shape)};
+  });
+}
+
+// Stanza 1 of both poolings: the parameters and the output shape.
+Shape pool_shape(const char* op, const Variable& x, Int2 ksize, Int2 stride, Int2 pad, bool cover_all) {
+  detail::check_floating(op, x);
+  RENSA_CHECK(x.ndim() == 4, ShapeError, op, ": x ", x.shape(), " must have 4 axes (N, C, H, W)");
+  RENSA_CHECK(ksize.y >= 1 && ksize.x >= 1, ValueError, op, ": ksize ", ksize, " must be at least 1 (x ", x.shape(),
+              ")");
+  RENSA_CHECK(stride.y >= 1 && stride.x >= 1, ValueError, op, ": stride ", stride, " must be at least 1 (x ", x.shape(),
+              ")");
+  RENSA_CHECK(pad.y >= 0 && pad.x >= 0 && pad.y < ksize.y && pad.x < ksize.x, ValueError, op, ": pad ", pad,
+              " must be at least 0 and below ksize ", ksize, " (x ", x.shape(), ")");
+  const int64_t H = x.shape()[2], W = x.shape()[3];
+  RENSA_CHECK(H * W <= std::numeric_limits<int32_t>::max(), ShapeError, op, ": planes of x ", x.shape(),
+              " are too large (more than 2^31 - 1 elements)");
+  const int64_t OH = detail::window_count(H, ksize.y, stride.y, pad.y, cover_all);
+  const int64_t OW = detail::window_count(W, ksize.x, stride.x, pad.x, cover_all);
+  RENSA_CHECK(OH > 0 && OW > 0, ShapeError, op, ": window ", ksize, " is larger than the padded input (", H + 2 * pad.y,
+              ", ", W + 2 * pad.x, ") of x ", x.shape(), " with pad ", pad);
+  // With cover_all and a stride above ksize - pad, the last window can start past the input.
+  RENSA_CHECK((OH - 1) * stride.y - pad.y < H && (OW - 1) * stride.x - pad.x < W, ValueError, op, ": with ksize ",
+              ksize, ", stride ", stride, ", pad ", pad, " and cover_all, the last window of x ", x.shape(),
+              " would hold padding only");
+  return Shape{x.shape()[0], x.shape()[1], OH, OW};
+}
+
+}  // namespace
+
+Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride, Int2 pad, bool cover_all) {
+  const char* op = "max_pooling_2d";
+  const Int2 s = stride.value_or(ksize);
+  const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
+  const Pool2dParams p{ksize.y, ksize.x, s.y, s.x, pad.y, pad.x};
+  Array y = Array::empty(y_shape, x.dtype(), x.device());
+  Array indices = Array::empty(y_shape, Dtype::int32, x.device());
+  if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_forward, op)(x.array(), y, indices, p);
+  return record1(op, {x}, std::move(y), [indices, x_shape = x.shape()](const BackwardContext& ctx) {
+    return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape)};
+  });
+}
+
+Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride, Int2 pad, bool cover_all) {
+  const Int2 s = stride.value_or(ksize);
+  const Shape y_shape = pool_shape("average_pooling_2d", x, ksize, s, pad, cover_all);
+  return avg_pool(x, Pool2dParams{ksize.y, ksize.x, s.y, s.x, pad.y, pad.x}, y_shape);
+}
+
+Variable global_average_pooling_2d(const Variable& x, bool keepdims) {
+  detail::check_floating("global_average_pooling_2d", x);
+  RENSA_CHECK(x.ndim() == 4, ShapeError, "global_average_pooling_2d: x ", x.shape(), " must have 4 axes (N, C, H, W)");
+  return mean(x, {2, 3}, keepdims);
+}
+
+}  // namespace rensa::functions
