@@ -32,3 +32,11 @@ target_include_directories(rensa_dnnl SYSTEM INTERFACE ${RENSA_DNNL_INCLUDE_DIR}
 find_package(ZLIB REQUIRED)
 # nlohmann-json (header-only, used privately): the training log.
 find_package(nlohmann_json 3 REQUIRED)
+
+# Open MPI (C bindings only): rensa::mn, the multi-node layer. The core library never links it.
+option(RENSA_BUILD_MN "Build rensa::mn, the multi-node layer (needs MPI)" ON)
+if(RENSA_BUILD_MN)
+  set(MPI_CXX_SKIP_MPICXX ON)  # no deprecated C++ bindings: the C API is all rensa::mn uses
+  find_package(MPI REQUIRED COMPONENTS CXX)
+  find_package(Threads REQUIRED)
+endif()

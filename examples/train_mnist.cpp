@@ -1,10 +1,13 @@
 // Trains a multi-layer perceptron (784-1000-1000-10) on Fashion-MNIST with Adam, evaluating on the
 // test set every epoch, with a log, a printed table, a progress bar, plots and snapshots.
 //   build/release/examples/train_mnist --epoch 20
+// Data-parallel over MPI (each rank trains on its shard; gradients are averaged over ranks):
+//   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
+#include "rensa/mn.h"
 #include "rensa/rensa.h"
 #include "rensa/training.h"
 
@@ -28,46 +31,82 @@ int main(int argc, char** argv) {
   int64_t epoch = 20, batchsize = 100, unit = 1000;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result", resume, dataset_dir;
+  std::string out = "result", resume, dataset_dir, communicator;
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in each hidden layer")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
-  app.add_option("-r,--resume", resume, "Resume from this snapshot")->check(CLI::ExistingFile);
+  app.add_option("-r,--resume", resume,
+                 "Resume from this snapshot (with --communicator: from the newest one every rank has in this "
+                 "directory)")
+      ->check(CLI::ExistingPath);
   app.add_option("--seed", seed, "Seed of initialization and shuffling");
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
+  app.add_option("--communicator", communicator,
+                 "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
+                 "single_node, dummy) under mpirun; default: one process");
   CLI11_PARSE(app, argc, argv);
 
+  rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
   try {
+    if (!communicator.empty()) comm = rensa::mn::create_communicator(communicator, argc, argv);
+    const bool multi = comm.valid();
     rensa::set_num_threads(threads);
     rensa::seed(seed);
     rensa::datasets::MnistOptions data_options;
     auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
                                              : rensa::datasets::get_mnist(dataset_dir, data_options);
+    if (multi) {
+      // Each rank trains on its shard; the test set is split exactly so the evaluation is too.
+      train = rensa::mn::scatter_dataset(train, comm, {.shuffle = true, .seed = seed});
+      test = rensa::mn::scatter_dataset(test, comm, {.force_equal_length = false});
+    }
 
     L::Classifier model(std::make_shared<MLP>(unit));
-    rensa::optimizers::Adam optimizer;
-    optimizer.setup(model);
+    std::unique_ptr<rensa::optimizers::Optimizer> optimizer = std::make_unique<rensa::optimizers::Adam>();
+    if (multi) optimizer = rensa::mn::create_multi_node_optimizer(std::move(optimizer), comm);
+    optimizer->setup(model);
 
-    rensa::iterators::SerialIterator train_iter(train, batchsize, {.seed = seed});
+    const uint64_t data_seed = seed + (multi ? static_cast<uint64_t>(comm.rank()) : 0);
+    rensa::iterators::SerialIterator train_iter(train, batchsize, {.seed = data_seed});
     rensa::iterators::SerialIterator test_iter(test, batchsize, {.repeat = false, .shuffle = false});
-    rensa::training::StandardUpdater updater(train_iter, optimizer);
+    rensa::training::StandardUpdater updater(train_iter, *optimizer);
     rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
 
-    trainer.extend(E::Evaluator(test_iter, model));
-    trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
-    trainer.extend(E::LogReport());
-    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
-    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
-    trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
-                                   "validation/main/accuracy", "elapsed_time"}));
-    trainer.extend(E::ProgressBar());
+    std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;
+    if (multi) {
+      trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(test_iter, model), comm));
+      trainer.extend(rensa::mn::ObservationAggregator(comm, {"main/loss", "main/accuracy"}));
+      mn_snapshot = rensa::mn::multi_node_snapshot(comm);
+      trainer.extend(mn_snapshot);
+    } else {
+      trainer.extend(E::Evaluator(test_iter, model));
+      trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
+    }
+    if (!multi || comm.rank() == 0) {  // one rank prints and writes the shared files
+      trainer.extend(E::LogReport());
+      trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
+      trainer.extend(
+          E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
+      trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
+                                     "validation/main/accuracy", "elapsed_time"}));
+      trainer.extend(E::ProgressBar());
+    }
 
-    if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
+    if (!resume.empty() && multi) {
+      if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
+        if (comm.rank() == 0) std::cerr << "train_mnist: no snapshot in '" << resume << "' that every rank has\n";
+        return 1;
+      }
+    } else if (!resume.empty()) {
+      rensa::serializers::load_npz(resume, trainer);
+    }
     trainer.run();
   } catch (const rensa::Error& e) {
     std::cerr << "train_mnist: " << e.what() << '\n';
+    // A rank that returns while the others wait would hang the job: end it loudly instead.
+    if (comm.valid() && comm.size() > 1) throw;
     return 1;
   }
   return 0;

@@ -23,5 +23,6 @@
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/loss.h"
 #include "rensa/functions/noise.h"
+#include "rensa/functions/normalization.h"
 #include "rensa/functions/reduction.h"
 #include "rensa/training.h"

@@ -4,10 +4,12 @@
 /// the Trainer and its extensions.
 
 #include "rensa/links/classifier.h"
+#include "rensa/links/convolution_2d.h"
 #include "rensa/links/embed_id.h"
 #include "rensa/links/initializers.h"
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
+#include "rensa/links/normalization.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"
 #include "rensa/optimizers/hooks.h"

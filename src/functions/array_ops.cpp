@@ -359,4 +359,25 @@ Variable select_item(const Variable& x, const Array& t) {
   });
 }
 
+Variable pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, double value) {
+  check_not_null("pad", x);
+  const auto ndim = static_cast<std::size_t>(x.ndim());
+  RENSA_CHECK(pad_width.size() == 1 || pad_width.size() == ndim, ShapeError, "pad: pad_width has ", pad_width.size(),
+              " pairs for x of shape ", x.shape(), " (expected 1 or ", ndim, ")");
+  Shape out_shape = x.shape();
+  std::vector<Index> interior;
+  for (std::size_t i = 0; i < ndim; ++i) {
+    const auto [before, after] = pad_width.size() == 1 ? pad_width[0] : pad_width[i];
+    RENSA_CHECK(before >= 0 && after >= 0, ValueError, "pad: negative pad width (", before, ", ", after, ") on axis ",
+                i, " of x ", x.shape());
+    out_shape[i] += before + after;
+    interior.emplace_back(Slice{before, before + x.shape()[i], 1});
+  }
+  Array y = Array::full(out_shape, value, x.dtype(), x.device());
+  if (x.size() > 0) y.index(interior).assign(x.array());
+  if (!is_floating(x.dtype())) return Variable(std::move(y));
+  return record1("pad", {x}, std::move(y),
+                 [interior](const BackwardContext& ctx) { return Grads{get_item(ctx.grad_output(), interior)}; });
+}
+
 }  // namespace rensa::functions

@@ -3,6 +3,7 @@
 /// Shape manipulation. Results are views of the input where possible (reshape of contiguous data,
 /// transpose, broadcast_to, get_item, split_axis, squeeze, expand_dims); concat and stack copy.
 
+#include <utility>
 #include <vector>
 
 #include "rensa/core/array.h"
@@ -37,5 +38,9 @@ Variable cast(const Variable& x, Dtype dtype);
 Variable where(const Array& cond, const Variable& a, const Variable& b);
 /// y[i] = x[i, t[i]] for x (N, C) and integer labels t (N,); IndexError for labels outside [0, C).
 Variable select_item(const Variable& x, const Array& t);
+/// Pads with a constant: pad_width holds (before, after) counts per axis, or one pair used for every
+/// axis (NumPy's np.pad with mode "constant"). ShapeError when it has neither 1 nor x.ndim() pairs,
+/// ValueError for a negative count. The gradient is the interior of the output gradient.
+Variable pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, double value = 0.0);
 
 }  // namespace rensa::functions

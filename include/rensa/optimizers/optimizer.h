@@ -44,7 +44,8 @@ class OptimizerHook {
   virtual void operator()(Optimizer& optimizer) = 0;
 };
 
-/// Base of all optimizers.
+/// Base of all optimizers. The accessors of hyperparameters, hooks and rules are virtual so that a
+/// wrapper (the multi-node optimizer) can forward them to the optimizer it wraps.
 class Optimizer {
  public:
   Optimizer() = default;
@@ -67,21 +68,21 @@ class Optimizer {
   virtual void update(const std::function<Variable()>& loss_fn);
 
   /// Adds a hook, run in the order added. ValueError for a null hook or a duplicate name.
-  void add_hook(std::shared_ptr<OptimizerHook> hook);
+  virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
   /// Removes the hook `name`; ValueError naming the registered hooks if there is none.
-  void remove_hook(const std::string& name);
+  virtual void remove_hook(const std::string& name);
   /// The hooks in the order they run.
-  const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
+  virtual const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
 
   /// Hyperparameter `name` ("lr", "alpha", "momentum", ...); ValueError naming the valid ones.
   /// Booleans (Adam's "amsgrad") read as 0 or 1.
-  double hyperparam(const std::string& name) const;
+  virtual double hyperparam(const std::string& name) const;
   /// Changes hyperparameter `name` (extensions such as ExponentialShift use this); it takes effect
   /// at the next update. ValueError naming the valid ones for an unknown name.
-  void set_hyperparam(const std::string& name, double value);
-  bool has_hyperparam(const std::string& name) const;
+  virtual void set_hyperparam(const std::string& name, double value);
+  virtual bool has_hyperparam(const std::string& name) const;
   /// All hyperparameters by name.
-  const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
+  virtual const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
   /// The learning rate in effect (Adam's depends on t); what observe_lr reports. ValueError for an
   /// optimizer without "lr" that does not override it.
   virtual double lr() const;
@@ -94,7 +95,7 @@ class Optimizer {
 
   /// The rule of a parameter of the target (created on setup, or on first use for parameters
   /// added later); nullptr for a variable that is not a parameter of the target.
-  UpdateRule* rule(const Variable& param);
+  virtual UpdateRule* rule(const Variable& param);
 
   /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
   /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W").

@@ -1,0 +1,212 @@
+// Trains a convolutional network on Fashion-MNIST, evaluating on the test set every epoch, with a
+// log, a printed table, a progress bar, plots and snapshots (the outputs of train_mnist).
+//   --arch cnn:    conv(1->32, 3x3)-relu-conv(32->64, 3x3)-relu-maxpool2-fc(9216->128)-relu-fc(128->10),
+//                  MomentumSGD (lr 0.01, momentum 0.9).
+//   --arch resnet: a ResNet-20-style network (3 stages of 3 basic blocks, 16/32/64 channels, batch
+//                  normalization) for 28x28 inputs, MomentumSGD (lr 0.1, momentum 0.9, weight decay
+//                  5e-4, lr x0.1 at 50% and 75% of training), random crops (pad 2) and flips.
+//   build/release/examples/train_cnn --arch cnn --epoch 20
+//   build/release/examples/train_cnn --arch resnet --epoch 30 --bn-population
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "rensa/rensa.h"
+#include "rensa/training.h"
+
+namespace F = rensa::functions;
+namespace L = rensa::links;
+namespace E = rensa::extensions;
+namespace I = rensa::initializers;
+using rensa::Variable;
+
+struct CNN : rensa::Chain {
+  L::Convolution2D conv1{1, 32, 3}, conv2{32, 64, 3};
+  L::Linear fc1, fc2{10};  // fc1's input size (64 * 12 * 12 = 9216) is inferred at the first call
+  explicit CNN(int64_t units) : fc1(units) {
+    add_link("conv1", conv1);
+    add_link("conv2", conv2);
+    add_link("fc1", fc1);
+    add_link("fc2", fc2);
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = F::relu(conv2(F::relu(conv1(x))));
+    h = F::max_pooling_2d(h, 2);
+    return fc2(F::relu(fc1(h)));
+  }
+  using Link::forward;
+};
+
+// conv3x3 (no bias) followed by batch normalization.
+L::Convolution2DOptions conv_options(int64_t stride, int64_t pad) {
+  return {.stride = stride, .pad = pad, .nobias = true, .initialW = std::make_shared<I::HeNormal>()};
+}
+
+// Two 3x3 convolutions with batch normalization and an identity shortcut, or a 1x1 convolution with
+// batch normalization when the block changes the shape (ResNet's option B).
+struct BasicBlock : rensa::Chain {
+  L::Convolution2D conv1, conv2;
+  L::BatchNormalization bn1, bn2;
+  std::unique_ptr<L::Convolution2D> proj;
+  std::unique_ptr<L::BatchNormalization> proj_bn;
+  BasicBlock(int64_t in, int64_t out, int64_t stride)
+      : conv1(in, out, 3, conv_options(stride, 1)), conv2(out, out, 3, conv_options(1, 1)), bn1(out), bn2(out) {
+    add_link("conv1", conv1);
+    add_link("bn1", bn1);
+    add_link("conv2", conv2);
+    add_link("bn2", bn2);
+    if (stride != 1 || in != out) {
+      proj = std::make_unique<L::Convolution2D>(in, out, 1, conv_options(stride, 0));
+      proj_bn = std::make_unique<L::BatchNormalization>(out);
+      add_link("proj", *proj);
+      add_link("proj_bn", *proj_bn);
+    }
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = bn2(conv2(F::relu(bn1(conv1(x)))));
+    return F::relu(h + (proj ? (*proj_bn)((*proj)(x)) : x));
+  }
+  using Link::forward;
+};
+
+struct ResNet : rensa::Chain {
+  L::Convolution2D conv{1, 16, 3, conv_options(1, 1)};
+  L::BatchNormalization bn{16};
+  rensa::Sequential stages;
+  L::Linear fc{64, 10};
+  ResNet() {
+    add_link("conv", conv);
+    add_link("bn", bn);
+    int64_t in = 16;
+    for (int64_t out : {16, 32, 64}) {
+      for (int b = 0; b < 3; ++b) {
+        stages.add(std::make_shared<BasicBlock>(in, out, b == 0 && out != 16 ? 2 : 1));
+        in = out;
+      }
+    }
+    add_link("stages", stages);
+    add_link("fc", fc);
+  }
+  Variable forward(const Variable& x) override {
+    Variable h = stages(F::relu(bn(conv(x))));  // 28x28 -> 28 -> 14 -> 7
+    return fc(F::global_average_pooling_2d(h));
+  }
+  using Link::forward;
+};
+
+// Random crop of a (C, 28, 28) image padded by `pad` zeros on each side, and a random horizontal
+// flip. Thread-safe: each call draws from its own counter-based stream.
+rensa::datasets::Example augment(rensa::datasets::Example ex, uint64_t seed, int64_t pad) {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + counter.fetch_add(1) + 1;  // splitmix64
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  const int64_t span = 2 * pad + 1;
+  const int64_t dy = static_cast<int64_t>(z % span) - pad, dx = static_cast<int64_t>((z >> 16) % span) - pad;
+  const bool flip = (z >> 32) & 1;
+  const rensa::Shape shape = ex[0].shape();
+  const int64_t c = shape[0], h = shape[1], w = shape[2];
+  const std::vector<float> src = ex[0].to_vector<float>();
+  std::vector<float> dst(src.size(), 0.0f);
+  for (int64_t k = 0; k < c; ++k) {
+    for (int64_t i = 0; i < h; ++i) {
+      for (int64_t j = 0; j < w; ++j) {
+        const int64_t si = i + dy, sj = (flip ? w - 1 - j : j) + dx;
+        if (si >= 0 && si < h && sj >= 0 && sj < w) dst[(k * h + i) * w + j] = src[(k * h + si) * w + sj];
+      }
+    }
+  }
+  ex[0] = rensa::Array::from_vector(dst, shape).astype(ex[0].dtype());
+  return ex;
+}
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a CNN or a ResNet on Fashion-MNIST (or MNIST-format files) with rensa"};
+  int64_t epoch = 20, batchsize = 64, unit = 128, limit = 0;
+  uint64_t seed = 0;
+  int threads = 1;
+  bool bn_population = false;
+  std::string arch = "cnn", out = "result", resume, dataset_dir;
+  app.add_option("-a,--arch", arch, "Network: cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
+  app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
+  app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
+  app.add_option("-u,--unit", unit, "Units in the hidden fully connected layer (cnn)")->check(CLI::Range(1, 100000));
+  app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
+  app.add_option("-r,--resume", resume, "Resume from this snapshot")->check(CLI::ExistingPath);
+  app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation");
+  app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
+  app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
+  app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
+  app.add_flag("--bn-population", bn_population,
+               "resnet: before each evaluation, recompute the batch normalization statistics over one pass "
+               "of the training data (population statistics) instead of using the moving averages");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    rensa::set_num_threads(threads);
+    rensa::seed(seed);
+    rensa::datasets::MnistOptions data_options;
+    data_options.ndim = 3;  // (1, 28, 28) images
+    auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
+                                             : rensa::datasets::get_mnist(dataset_dir, data_options);
+    if (limit > 0) {
+      train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
+      test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));
+    }
+    const bool resnet = arch == "resnet";
+    rensa::datasets::DatasetPtr train_data = train;
+    if (resnet) {
+      train_data = std::make_shared<rensa::datasets::TransformDataset>(
+          train, [seed](rensa::datasets::Example ex) { return augment(std::move(ex), seed, 2); });
+    }
+
+    std::shared_ptr<rensa::Link> predictor;
+    if (resnet) {
+      predictor = std::make_shared<ResNet>();
+    } else {
+      predictor = std::make_shared<CNN>(unit);
+    }
+    L::Classifier model(predictor);
+    rensa::optimizers::MomentumSGD optimizer(resnet ? 0.1 : 0.01, 0.9);
+    optimizer.setup(model);
+    if (resnet) optimizer.add_hook(std::make_shared<rensa::optimizers::WeightDecay>(5e-4));
+
+    rensa::iterators::SerialIterator train_iter(train_data, batchsize, {.seed = seed});
+    rensa::iterators::SerialIterator test_iter(test, batchsize, {.repeat = false, .shuffle = false});
+    rensa::training::StandardUpdater updater(train_iter, optimizer);
+    rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
+
+    if (resnet) {
+      const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
+      trainer.extend(E::MultistepShift("lr", 0.1, {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4}));
+      if (bn_population) {
+        // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
+        trainer.extend(
+            [plain = train, batchsize, predictor](rensa::training::Trainer&) {
+              rensa::iterators::SerialIterator pass(plain, batchsize, {.repeat = false, .shuffle = false});
+              L::recompute_batch_norm_statistics(*predictor, pass);
+            },
+            "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
+      }
+    }
+    trainer.extend(E::Evaluator(test_iter, model));
+    trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
+    trainer.extend(E::LogReport());
+    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
+    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
+    trainer.extend(E::PrintReport(
+        {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+    trainer.extend(E::ProgressBar());
+
+    if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
+    trainer.run();
+  } catch (const rensa::Error& e) {
+    std::cerr << "train_cnn: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,97 @@
+#pragma once
+/// \file
+/// BatchNormalization and LayerNormalization layers (Chainer's L.BatchNormalization and
+/// L.LayerNormalization), and recompute_batch_norm_statistics, which replaces the running averages
+/// of every batch normalization in a model by population statistics over one pass of data.
+
+#include <cstdint>
+
+#include "rensa/functions/normalization.h"
+#include "rensa/iterators/iterator.h"
+#include "rensa/links/link.h"
+
+namespace rensa::links {
+
+/// Options of BatchNormalization.
+struct BatchNormalizationOptions {
+  /// Weight of the old value in the running averages: avg = decay avg + (1 - decay) batch.
+  double decay = 0.9;
+  double eps = 2e-5;
+  /// Learn a scale gamma (initialized to ones); without it the scale is 1.
+  bool use_gamma = true;
+  /// Learn a shift beta (initialized to zeros); without it the shift is 0.
+  bool use_beta = true;
+  /// Population-statistics mode from the start (see BatchNormalization::set_finetune).
+  bool finetune = false;
+};
+
+/// Batch normalization over every axis but axis 1 of x (N, C) or (N, C, H, W): parameters gamma and
+/// beta (size,), persistent values avg_mean (zeros), avg_var (ones) and N (int64 0-d: batches seen
+/// in finetune mode). In training mode (Config train) it normalizes with the batch statistics and
+/// updates the running averages (the variance unbiased, m / (m - 1) times the batch's); in test
+/// mode it normalizes with avg_mean and avg_var.
+///
+/// Finetune (population-statistics) mode, as Chainer's `finetune=True`: each training-mode forward
+/// counts N += 1 and uses decay = 1 - 1/N, so the running averages become the exact mean of the
+/// per-batch statistics seen since N was reset (over a pass of the data with equal batches: the
+/// population mean and the mean of the unbiased batch variances), instead of a moving average.
+class BatchNormalization : public Link {
+ public:
+  /// ValueError for a negative size, decay outside [0, 1] or eps <= 0.
+  explicit BatchNormalization(int64_t size, BatchNormalizationOptions options = {});
+
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  /// Turns finetune mode on or off (N is kept).
+  void set_finetune(bool on) { finetune_ = on; }
+  bool finetune() const { return finetune_; }
+  /// Resets N to 0 (Chainer's start_finetuning): the next finetune forward replaces the averages.
+  void start_finetuning();
+
+  /// gamma, or a null Variable without use_gamma.
+  const Variable& gamma() const { return gamma_; }
+  /// beta, or a null Variable without use_beta.
+  const Variable& beta() const { return beta_; }
+  Array& avg_mean() { return persistent("avg_mean"); }
+  Array& avg_var() { return persistent("avg_var"); }
+  /// Batches accumulated in finetune mode since the last start_finetuning().
+  int64_t n_batches();
+
+ private:
+  int64_t size_;
+  BatchNormalizationOptions options_;
+  bool finetune_;
+  Variable gamma_, beta_;
+};
+
+/// Layer normalization over the last axis: gamma (ones) and beta (zeros) of shape (size,);
+/// size 0: inferred from the first input's last axis.
+class LayerNormalization : public Link {
+ public:
+  explicit LayerNormalization(int64_t size = 0, double eps = 1e-5);
+
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  const Variable& gamma() const { return gamma_; }
+  const Variable& beta() const { return beta_; }
+
+ private:
+  void initialize(int64_t size);
+
+  double eps_;
+  Dtype dtype_;
+  Variable gamma_, beta_;
+};
+
+/// Recomputes the statistics of every BatchNormalization in `model` as population statistics over
+/// one pass of `it` (the 15-minute ImageNet recipe): resets their N, runs model(batch column
+/// `column`) in training mode without backprop for every batch until the iterator finishes
+/// (std::nullopt) or completes an epoch, then leaves finetune mode off so that test mode uses the
+/// result. `model` maps inputs to outputs (pass a Classifier's predictor, not the Classifier); give
+/// a fresh iterator, best one without repeat or shuffle (it is read, not reset). Returns the number
+/// of batches used.
+int64_t recompute_batch_norm_statistics(Link& model, iterators::Iterator& it, std::size_t column = 0);
+
+}  // namespace rensa::links

@@ -1,0 +1,10 @@
+#pragma once
+/// \file
+/// The umbrella header of rensa::mn, the multi-node layer (link rensa::mn; programs run under mpirun).
+
+#include "rensa/mn/communicator.h"
+#include "rensa/mn/evaluator.h"
+#include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/mn/object.h"
+#include "rensa/mn/scatter.h"
+#include "rensa/mn/snapshot.h"

@@ -1,0 +1,75 @@
+#pragma once
+/// \file
+/// Checkpoints of distributed training (ChainerMN's multi-node checkpointer): every rank writes its
+/// own snapshot of the trainer, and a restarted job resumes from the newest iteration that every
+/// rank has complete.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rensa/mn/communicator.h"
+#include "rensa/training/extension.h"
+#include "rensa/training/triggers.h"
+
+namespace rensa::mn {
+
+/// Options of multi_node_snapshot.
+struct MultiNodeSnapshotOptions {
+  /// Start of the file names: rank R of N writes "<name>_iter_<iteration>_rank_<R>_of_<N>.npz".
+  /// Must not be empty or contain '/'.
+  std::string name = "snapshot_mn";
+  /// Directory of the files; empty: the trainer's out directory.
+  std::string directory = "";
+  /// When to write (default: every epoch).
+  training::Trigger trigger{1, "epoch"};
+  /// Keep only this rank's newest n files (older ones are deleted); -1 keeps all.
+  int n_retains = -1;
+};
+
+/// Writes this rank's whole trainer state (model, optimizer, iterator with its per-rank order,
+/// extensions, random state) atomically when triggered; no communication. Priority -100, as
+/// extensions::snapshot. Files are complete once they exist under their final name (temporary
+/// file, fsync, rename), so a job killed while writing leaves only complete snapshots behind.
+class MultiNodeSnapshot : public training::Extension {
+ public:
+  /// ValueError for an empty name or one with '/', or n_retains not -1 or positive.
+  MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions options = {});
+
+  void operator()(training::Trainer& trainer) override;
+  training::Trigger default_trigger() const override { return options_.trigger; }
+  int default_priority() const override { return -100; }
+  std::string default_name() const override { return "multi_node_snapshot"; }
+
+  /// Finds the newest iteration for which every rank has its file (ranks list their own files and
+  /// exchange the lists; files written for another number of ranks are ignored; a file some rank
+  /// cannot read moves every rank on to the next older iteration) and loads this rank's file of it
+  /// into `trainer`. Looks in `directory`, or where this extension writes when empty. Returns that
+  /// iteration, or std::nullopt (trainer untouched) when there is none. Collective: call it on every
+  /// rank after registering the extensions and before Trainer::run.
+  std::optional<int64_t> maybe_load(training::Trainer& trainer, const std::string& directory = "");
+
+  /// Iterations this rank has files for in `directory` (default: where this extension writes),
+  /// ascending.
+  std::vector<int64_t> local_iterations(const training::Trainer& trainer, const std::string& directory = "") const;
+  /// The path of this rank's file for `iteration` in `directory` (default: where this extension
+  /// writes).
+  std::string path_for(const training::Trainer& trainer, int64_t iteration, const std::string& directory = "") const;
+
+ private:
+  std::string directory_of(const training::Trainer& trainer, const std::string& directory) const;
+
+  Communicator comm_;
+  MultiNodeSnapshotOptions options_;
+};
+
+/// Makes the checkpointing extension. Keep the pointer to call maybe_load:
+///   auto snap = mn::multi_node_snapshot(comm);
+///   trainer.extend(snap);
+///   snap->maybe_load(trainer);
+///   trainer.run();
+std::shared_ptr<MultiNodeSnapshot> multi_node_snapshot(Communicator comm, MultiNodeSnapshotOptions options = {});
+
+}  // namespace rensa::mn

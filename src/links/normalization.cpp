@@ -1,0 +1,124 @@
+// BatchNormalization (running or population statistics) and LayerNormalization layers.
+#include "rensa/links/normalization.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "rensa/core/config.h"
+#include "rensa/core/error.h"
+#include "rensa/functions/basic_math.h"
+
+namespace rensa::links {
+namespace F = rensa::functions;
+
+BatchNormalization::BatchNormalization(int64_t size, BatchNormalizationOptions options)
+    : size_(size), options_(options), finetune_(options.finetune) {
+  RENSA_CHECK(size >= 0, ValueError, "BatchNormalization: size must be non-negative, got ", size);
+  RENSA_CHECK(options.decay >= 0.0 && options.decay <= 1.0, ValueError,
+              "BatchNormalization: decay must be in [0, 1], got ", options.decay);
+  RENSA_CHECK(options.eps > 0.0, ValueError, "BatchNormalization: eps must be positive, got ", options.eps);
+  const Dtype dtype = config().dtype;
+  RENSA_CHECK(is_floating(dtype), DtypeError, "BatchNormalization: parameters need a floating dtype, the config's is ",
+              dtype);
+  if (options.use_gamma) gamma_ = add_param("gamma", Array::full({size}, 1.0, dtype, device_));
+  if (options.use_beta) beta_ = add_param("beta", Array::zeros({size}, dtype, device_));
+  add_persistent("avg_mean", Array::zeros({size}, dtype, device_));
+  add_persistent("avg_var", Array::full({size}, 1.0, dtype, device_));
+  add_persistent("N", Array::zeros({}, Dtype::int64, device_));
+}
+
+int64_t BatchNormalization::n_batches() {
+  return persistent("N").to(Device::cpu()).to_vector<int64_t>()[0];
+}
+
+void BatchNormalization::start_finetuning() {
+  persistent("N").fill(0.0);
+}
+
+Variable BatchNormalization::forward(const Variable& x) {
+  RENSA_CHECK(!x.is_null() && x.ndim() >= 2 && x.shape()[1] == size_, ShapeError, "BatchNormalization: x ",
+              x.is_null() ? Shape() : x.shape(), " does not have ", size_, " channels on axis 1");
+  Array& mean = persistent("avg_mean");
+  Array& var = persistent("avg_var");
+  if (!config().train) {
+    return F::fixed_batch_normalization(x, gamma_, beta_, Variable(mean.astype(x.dtype())),
+                                        Variable(var.astype(x.dtype())), {options_.eps});
+  }
+  F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, {options_.eps});
+  double decay = options_.decay;
+  if (finetune_) {
+    Array& n = persistent("N");
+    const int64_t count = n_batches() + 1;
+    n.fill(static_cast<double>(count));
+    decay = 1.0 - 1.0 / static_cast<double>(count);
+  }
+  // The running variance is unbiased: m / (m - 1) times the batch's.
+  const int64_t m = x.size() / std::max<int64_t>(size_, 1);
+  const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
+  {
+    auto guard = no_backprop_mode();
+    const Variable new_mean =
+        F::add(F::mul(Variable(mean), decay), F::mul(Variable(r.mean.astype(mean.dtype())), 1.0 - decay));
+    const Variable new_var =
+        F::add(F::mul(Variable(var), decay), F::mul(Variable(r.var.astype(var.dtype())), (1.0 - decay) * unbias));
+    mean.assign(new_mean.array());
+    var.assign(new_var.array());
+  }
+  return r.y;
+}
+
+LayerNormalization::LayerNormalization(int64_t size, double eps) : eps_(eps), dtype_(config().dtype) {
+  RENSA_CHECK(size >= 0, ValueError, "LayerNormalization: size must be non-negative, got ", size);
+  RENSA_CHECK(eps > 0.0, ValueError, "LayerNormalization: eps must be positive, got ", eps);
+  RENSA_CHECK(is_floating(dtype_), DtypeError, "LayerNormalization: parameters need a floating dtype, the config's is ",
+              dtype_);
+  gamma_ = add_param("gamma");
+  beta_ = add_param("beta");
+  if (size > 0) initialize(size);
+}
+
+void LayerNormalization::initialize(int64_t size) {
+  gamma_.set_array(Array::full({size}, 1.0, dtype_, device_));
+  beta_.set_array(Array::zeros({size}, dtype_, device_));
+}
+
+Variable LayerNormalization::forward(const Variable& x) {
+  if (gamma_.array().is_null()) {
+    RENSA_CHECK(!x.is_null() && x.ndim() >= 1, ShapeError, "LayerNormalization: cannot infer size from x ",
+                x.is_null() ? Shape() : x.shape());
+    initialize(x.shape().back());
+  }
+  return F::layer_normalization(x, gamma_, beta_, eps_);
+}
+
+int64_t recompute_batch_norm_statistics(Link& model, iterators::Iterator& it, std::size_t column) {
+  std::vector<BatchNormalization*> bns;
+  for (auto& [path, link] : model.namedlinks()) {
+    if (auto* bn = dynamic_cast<BatchNormalization*>(link)) bns.push_back(bn);
+  }
+  std::vector<bool> was_finetune;
+  for (auto* bn : bns) {
+    was_finetune.push_back(bn->finetune());
+    bn->start_finetuning();
+    bn->set_finetune(true);
+  }
+  int64_t batches = 0;
+  try {
+    auto train = using_config("train", true);
+    auto nograd = no_backprop_mode();
+    while (auto arrays = it.next_arrays()) {
+      RENSA_CHECK(column < arrays->size(), IndexError, "recompute_batch_norm_statistics: column ", column,
+                  " of a batch with ", arrays->size(), " columns");
+      model(Variable((*arrays)[column].to(model.device())));
+      ++batches;
+      if (it.is_new_epoch()) break;
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < bns.size(); ++i) bns[i]->set_finetune(was_finetune[i]);
+    throw;
+  }
+  for (auto* bn : bns) bn->set_finetune(false);
+  return batches;
+}
+
+}  // namespace rensa::links

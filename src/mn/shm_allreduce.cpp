@@ -1,0 +1,210 @@
+#include "src/mn/shm_allreduce.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "rensa/core/half.h"
+#include "src/mn/mpi_util.h"
+
+namespace rensa::mn::detail {
+namespace {
+constexpr std::size_t kSlotBytes = std::size_t{256} << 10;  // per rank and buffer: stays in cache
+constexpr std::size_t kControlBytes = 4096;
+std::atomic<uint64_t> segment_counter{0};
+}  // namespace
+
+// A sense-free barrier: the last rank to arrive resets the count and bumps the generation.
+struct ShmAllreduce::Control {
+  alignas(64) std::atomic<int> count;
+  alignas(64) std::atomic<uint32_t> generation;
+  uint64_t token;
+};
+
+ShmAllreduce::~ShmAllreduce() {
+  if (control_ != nullptr) munmap(control_, mapped_bytes_);
+}
+
+bool ShmAllreduce::init(MPI_Comm comm) {
+  RENSA_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
+  RENSA_MPI_CHECK(MPI_Comm_size(comm, &size_));
+  mapped_bytes_ = kControlBytes + 2 * static_cast<std::size_t>(size_) * kSlotBytes;
+  // Rank 0 creates an anonymous memory file; the others open it through /proc/<pid>/fd/<fd>. It has
+  // no name, so nothing is left behind however the job ends, and it lives exactly as long as the
+  // mappings (no collective call is needed to free it). A token written by rank 0 proves that the
+  // others mapped the same memory (not a namesake process on another machine).
+  int64_t info[4] = {1, 0, -1, 0};  // ok, pid, fd, token
+  int fd = -1;
+  void* p = MAP_FAILED;
+  if (rank_ == 0) {
+    fd = memfd_create("rensa-mn-allreduce", MFD_CLOEXEC);
+    // Reserve the pages now: memory that cannot be had would otherwise raise SIGBUS at first touch.
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(mapped_bytes_)) != 0 ||
+        posix_fallocate(fd, 0, static_cast<off_t>(mapped_bytes_)) != 0) {
+      info[0] = 0;
+    } else {
+      p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (p == MAP_FAILED) info[0] = 0;
+    }
+    if (info[0]) {
+      auto* c = new (p) Control();
+      c->count.store(0);
+      c->generation.store(0);
+      c->token = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                 (static_cast<uint64_t>(getpid()) << 32) ^ segment_counter.fetch_add(1);
+      info[1] = getpid();
+      info[2] = fd;
+      info[3] = static_cast<int64_t>(c->token);
+    }
+  }
+  RENSA_MPI_CHECK(MPI_Bcast(info, 4, MPI_INT64_T, 0, comm));
+  int ok = static_cast<int>(info[0]);
+  if (ok && rank_ != 0) {
+    const std::string path = "/proc/" + std::to_string(info[1]) + "/fd/" + std::to_string(info[2]);
+    fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd < 0 || p == MAP_FAILED) {
+      ok = 0;
+    } else {
+      struct stat st {};
+      ok = fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) >= mapped_bytes_ &&
+           static_cast<Control*>(p)->token == static_cast<uint64_t>(info[3]);
+    }
+  }
+  int all_ok = 0;
+  // Also a barrier: rank 0 keeps its descriptor open until every rank has opened the file.
+  RENSA_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+  if (fd >= 0) close(fd);
+  if (!all_ok) {
+    if (p != MAP_FAILED) munmap(p, mapped_bytes_);
+    return false;
+  }
+  control_ = static_cast<Control*>(p);
+  slots_ = static_cast<char*>(p) + kControlBytes;
+  return true;
+}
+
+void ShmAllreduce::barrier() {
+  const uint32_t g = generation_;
+  if (control_->count.fetch_add(1, std::memory_order_acq_rel) == size_ - 1) {
+    control_->count.store(0, std::memory_order_relaxed);
+    control_->generation.store(g + 1, std::memory_order_release);
+  } else {
+    // Spin briefly, then yield: ranks may outnumber cores.
+    for (int spins = 0; control_->generation.load(std::memory_order_acquire) == g; ++spins) {
+      if (spins > 64) sched_yield();
+    }
+  }
+  generation_ = g + 1;
+}
+
+namespace {
+struct SumOp {
+  template <class C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a + b);
+  }
+};
+struct MaxOp {  // NaN wins
+  template <class C>
+  C operator()(C a, C b) const {
+    return (b > a || b != b) ? b : a;
+  }
+};
+struct MinOp {
+  template <class C>
+  C operator()(C a, C b) const {
+    return (b < a || b != b) ? b : a;
+  }
+};
+struct OrOp {
+  bool operator()(bool a, bool b) const { return a || b; }
+};
+struct AndOp {
+  bool operator()(bool a, bool b) const { return a && b; }
+};
+
+// Reduces elements [lo, hi) of every slot, in rank order, into slot 0 (rank r alone owns that
+// range of slot 0 in this step). One pass per slot, so the loops vectorize; 16-bit floats
+// accumulate in float and round once.
+template <class T, class Op>
+void reduce_part(char* const* slots, int k, std::size_t lo, std::size_t hi, Op op) {
+  using C = compute_t<T>;
+  T* acc = reinterpret_cast<T*>(slots[0]);
+  if constexpr (std::is_same_v<C, T>) {
+    for (int q = 1; q < k; ++q) {
+      const T* s = reinterpret_cast<const T*>(slots[q]);
+      for (std::size_t i = lo; i < hi; ++i) acc[i] = op(acc[i], s[i]);
+    }
+  } else {
+    thread_local std::vector<C> tmp;
+    tmp.resize(hi - lo);
+    C* t = tmp.data() - lo;
+    for (std::size_t i = lo; i < hi; ++i) t[i] = static_cast<C>(acc[i]);
+    for (int q = 1; q < k; ++q) {
+      const T* s = reinterpret_cast<const T*>(slots[q]);
+      for (std::size_t i = lo; i < hi; ++i) t[i] = op(t[i], static_cast<C>(s[i]));
+    }
+    for (std::size_t i = lo; i < hi; ++i) acc[i] = T(t[i]);
+  }
+}
+
+template <class T>
+void reduce_part(char* const* slots, int k, std::size_t lo, std::size_t hi, ReduceOp op) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (op == ReduceOp::min) {
+      reduce_part<T>(slots, k, lo, hi, AndOp{});
+    } else {
+      reduce_part<T>(slots, k, lo, hi, OrOp{});
+    }
+  } else {
+    switch (op) {
+      case ReduceOp::sum:
+      case ReduceOp::mean:
+        reduce_part<T>(slots, k, lo, hi, SumOp{});
+        break;
+      case ReduceOp::max:
+        reduce_part<T>(slots, k, lo, hi, MaxOp{});
+        break;
+      case ReduceOp::min:
+        reduce_part<T>(slots, k, lo, hi, MinOp{});
+        break;
+    }
+  }
+}
+}  // namespace
+
+void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
+  const std::size_t isz = itemsize(dtype);
+  const std::size_t chunk = kSlotBytes / isz;
+  const int k = size_;
+  const auto* src = static_cast<const char*>(in);
+  auto* dst = static_cast<char*>(out);
+  std::vector<char*> slots(static_cast<std::size_t>(k));
+  for (std::size_t off = 0; off < static_cast<std::size_t>(n); off += chunk) {
+    const std::size_t m = std::min(chunk, static_cast<std::size_t>(n) - off);
+    char* buffer = slots_ + (chunks_++ % 2) * static_cast<std::size_t>(k) * kSlotBytes;
+    for (int q = 0; q < k; ++q) slots[static_cast<std::size_t>(q)] = buffer + static_cast<std::size_t>(q) * kSlotBytes;
+    std::memcpy(slots[static_cast<std::size_t>(rank_)], src + off * isz, m * isz);
+    barrier();  // every slot of this chunk is written
+    const std::size_t lo = m * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(k);
+    const std::size_t hi = m * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(k);
+    dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, lo, hi, op); });
+    barrier();  // every range of slot 0 is reduced
+    std::memcpy(dst + off * isz, slots[0], m * isz);
+    // The next chunk writes the other buffer; the one after that starts with a barrier this rank
+    // can only pass once every rank has copied this chunk out.
+  }
+}
+
+}  // namespace rensa::mn::detail

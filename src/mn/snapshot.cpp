@@ -1,0 +1,134 @@
+// Per-rank snapshots and resuming from the newest iteration every rank has complete.
+#include "rensa/mn/snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "rensa/core/error.h"
+#include "rensa/serializers/npz.h"
+#include "rensa/training/trainer.h"
+
+namespace rensa::mn {
+namespace {
+
+std::string encode(const std::vector<int64_t>& v) {
+  std::string out(v.size() * sizeof(int64_t), '\0');
+  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<int64_t> decode(const std::string& s) {
+  RENSA_CHECK(s.size() % sizeof(int64_t) == 0, ValueError, "multi_node_snapshot: malformed list of iterations");
+  std::vector<int64_t> v(s.size() / sizeof(int64_t));
+  if (!v.empty()) std::memcpy(v.data(), s.data(), s.size());
+  return v;
+}
+
+}  // namespace
+
+MultiNodeSnapshot::MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions options)
+    : comm_(std::move(comm)), options_(std::move(options)) {
+  RENSA_CHECK(!options_.name.empty() && options_.name.find('/') == std::string::npos, ValueError,
+              "multi_node_snapshot: the name must be non-empty and contain no '/', got '", options_.name, "'");
+  RENSA_CHECK(options_.n_retains == -1 || options_.n_retains > 0, ValueError,
+              "multi_node_snapshot: n_retains must be -1 or positive, got ", options_.n_retains);
+}
+
+std::string MultiNodeSnapshot::directory_of(const training::Trainer& trainer, const std::string& directory) const {
+  if (!directory.empty()) return directory;
+  return options_.directory.empty() ? trainer.out() : options_.directory;
+}
+
+std::string MultiNodeSnapshot::path_for(const training::Trainer& trainer, int64_t iteration,
+                                        const std::string& directory) const {
+  const std::string file = options_.name + "_iter_" + std::to_string(iteration) + "_rank_" +
+                           std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+  return (std::filesystem::path(directory_of(trainer, directory)) / file).string();
+}
+
+std::vector<int64_t> MultiNodeSnapshot::local_iterations(const training::Trainer& trainer,
+                                                         const std::string& directory) const {
+  const std::string prefix = options_.name + "_iter_";
+  const std::string suffix =
+      "_rank_" + std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+  std::vector<int64_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(directory_of(trainer, directory), ec)) {
+    const std::string f = entry.path().filename().string();
+    if (f.size() <= prefix.size() + suffix.size() || f.compare(0, prefix.size(), prefix) != 0 ||
+        f.compare(f.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    const std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        })) {
+      continue;
+    }
+    if (!entry.is_regular_file(ec)) continue;
+    out.push_back(std::stoll(digits));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void MultiNodeSnapshot::operator()(training::Trainer& trainer) {
+  const int64_t iteration = trainer.updater().iteration();
+  std::filesystem::create_directories(directory_of(trainer, ""));
+  serializers::save_npz(path_for(trainer, iteration), trainer);
+  if (options_.n_retains <= 0) return;
+  std::vector<int64_t> its = local_iterations(trainer);
+  const std::size_t keep = static_cast<std::size_t>(options_.n_retains);
+  for (std::size_t i = 0; i + keep < its.size(); ++i) {
+    std::error_code ec;
+    const std::string path = path_for(trainer, its[i]);
+    std::filesystem::remove(path, ec);
+    if (ec) std::cerr << "multi_node_snapshot: cannot remove old snapshot '" << path << "': " << ec.message() << "\n";
+  }
+}
+
+std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer, const std::string& directory) {
+  const std::vector<std::string> lists = comm_.allgather_bytes(encode(local_iterations(trainer, directory)));
+  std::set<int64_t> common;
+  for (std::size_t r = 0; r < lists.size(); ++r) {
+    const std::vector<int64_t> its = decode(lists[r]);
+    if (r == 0) {
+      common.insert(its.begin(), its.end());
+      continue;
+    }
+    std::set<int64_t> next;
+    for (int64_t it : its) {
+      if (common.count(it) != 0) next.insert(it);
+    }
+    common = std::move(next);
+  }
+  // Newest first; a file that cannot be read on some rank (damaged after it was written) moves every
+  // rank on to the next older iteration.
+  for (auto it = common.rbegin(); it != common.rend(); ++it) {
+    const std::string path = path_for(trainer, *it, directory);
+    std::map<std::string, Array> values;
+    int32_t ok = 1;
+    try {
+      values = serializers::read_npz(path);
+    } catch (const Error& e) {
+      std::cerr << "multi_node_snapshot: rank " << comm_.rank() << " cannot read '" << path << "': " << e.what()
+                << "\n";
+      ok = 0;
+    }
+    const Array all_ok = comm_.allreduce(Array::from_vector(std::vector<int32_t>{ok}), ReduceOp::min);
+    if (all_ok.to_vector<int32_t>()[0] == 0) continue;
+    serializers::DictionaryDeserializer d(std::move(values), path);
+    trainer.serialize(d);
+    return *it;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<MultiNodeSnapshot> multi_node_snapshot(Communicator comm, MultiNodeSnapshotOptions options) {
+  return std::make_shared<MultiNodeSnapshot>(std::move(comm), std::move(options));
+}
+
+}  // namespace rensa::mn

@@ -1,0 +1,62 @@
+// An MPI program that fails on purpose, started under mpiexec by test_failure:
+//   mn_failure_helper <scenario> [timeout_ms]
+// The last rank misbehaves (scenario) while the others keep calling allreduce, which would block
+// forever without rensa's failure handling. Scenarios: ok, throw, mismatch, sigkill, sigstop, segv,
+// exit (the last rank leaves main with an error code while the others wait in a collective),
+// background (the last rank stops while the others wait in a start_mean_grad request).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "rensa/mn/communicator.h"
+
+namespace mn = rensa::mn;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: mn_failure_helper <scenario> [timeout_ms]\n";
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  mn::CommunicatorOptions options;
+  options.check_collectives = 1;
+  if (argc > 2) options.timeout = std::chrono::milliseconds(std::atol(argv[2]));
+  auto comm = mn::create_communicator("flat", argc, argv, options);
+  const bool culprit = comm.rank() == comm.size() - 1;
+  rensa::Array x = rensa::Array::ones({1000});
+
+  // A few healthy steps first, so the job is fully up.
+  for (int i = 0; i < 3; ++i) comm.allreduce(x);
+  if (comm.rank() == 0) std::cout << "helper: " << scenario << " running on " << comm.size() << " ranks" << std::endl;
+  comm.barrier();
+
+  if (scenario == "ok") return 0;
+  if (culprit) {
+    if (scenario == "throw") throw std::runtime_error("boom on purpose");
+    if (scenario == "mismatch") {
+      comm.allreduce(rensa::Array::ones({7}));  // the others reduce 1000 elements
+    } else if (scenario == "sigkill") {
+      raise(SIGKILL);
+    } else if (scenario == "sigstop" || scenario == "background") {
+      raise(SIGSTOP);
+    } else if (scenario == "segv") {
+      volatile int* null = nullptr;
+      *null = 1;
+    } else if (scenario == "exit") {
+      std::cerr << "helper: rank " << comm.rank() << " leaves with exit code 3" << std::endl;
+      return 3;  // MPI_Finalize at exit would wait for the others forever
+    }
+  }
+  if (scenario == "background") {
+    rensa::Array g = rensa::Array::ones({1 << 16});
+    comm.start_mean_grad({g}).wait();
+  }
+  // The others wait here; rensa (or Open MPI) must end the job.
+  for (;;) comm.allreduce(x);
+}

@@ -1,0 +1,189 @@
+// Failure is loud: MPI jobs of mn_failure_helper in which one rank throws, is killed, is stopped,
+// segfaults, leaves early, or calls a mismatched collective must end non-zero, quickly, with one line
+// naming the rank, the host and the operation. This binary is not itself an MPI program: CTest runs
+// it with RENSA_MN_TEST_NP (the job size), RENSA_MPIEXEC and RENSA_MPIEXEC_FLAGS.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef RENSA_MN_FAILURE_HELPER
+#error "RENSA_MN_FAILURE_HELPER must name the helper program"
+#endif
+
+namespace {
+
+struct JobResult {
+  int exit_code = -1;  // the launcher's exit status (128 + signal when it was killed)
+  bool timed_out = false;
+  double seconds = 0;
+  std::string output;  // stdout and stderr of the whole job
+};
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+int job_size() {
+  return std::atoi(env_or("RENSA_MN_TEST_NP", "2").c_str());
+}
+
+// Runs `mpiexec -n <np> <flags> helper <args...>`, killing it after `deadline_s`.
+JobResult run_job(const std::vector<std::string>& args, double deadline_s = 60) {
+  std::vector<std::string> argv{env_or("RENSA_MPIEXEC", "mpiexec"), "-n", std::to_string(job_size())};
+  std::istringstream flags(env_or("RENSA_MPIEXEC_FLAGS", "--oversubscribe --bind-to none"));
+  for (std::string f; flags >> f;) argv.push_back(f);
+  argv.push_back(RENSA_MN_FAILURE_HELPER);
+  argv.insert(argv.end(), args.begin(), args.end());
+  // Open MPI refuses root without these (CTest sets them; a developer's shell may not).
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // the whole job in one process group, so a timeout can end all of it
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  JobResult result;
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  int status = 0;
+  bool exited = false;
+  double exited_at = 0;
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      char buf[4096];
+      const ssize_t n = read(fds[0], buf, sizeof(buf));
+      if (n > 0) {
+        result.output.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0 && exited) break;  // EOF
+    }
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      exited_at = elapsed();
+    }
+    // A stopped rank may keep the pipe open: stop reading shortly after the launcher is gone.
+    if (exited && elapsed() - exited_at > 1.0) break;
+    if (!exited && elapsed() > deadline_s) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      exited = true;
+      exited_at = elapsed();
+    }
+  }
+  close(fds[0]);
+  kill(-pid, SIGKILL);  // anything the launcher left behind (a stopped rank, say)
+  result.seconds = exited_at;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::cout << "job '" << args[0] << "' with " << job_size() << " ranks: exit " << result.exit_code << " after "
+            << result.seconds << " s" << std::endl;
+  return result;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+#define EXPECT_OUTPUT(result, part) \
+  EXPECT_TRUE(contains((result).output, part)) << "missing: " << (part) << "\noutput:\n" << (result).output
+
+std::string culprit() {
+  return "rank " + std::to_string(job_size() - 1) + " on host ";
+}
+
+TEST(Failure, HealthyJobExitsZero) {
+  const JobResult r = run_job({"ok"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(Failure, UncaughtExceptionAbortsTheJob) {
+  const JobResult r = run_job({"throw"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, culprit());
+  EXPECT_OUTPUT(r, "boom on purpose (uncaught std::runtime_error)");
+}
+
+TEST(Failure, MismatchedCollectiveGivesAClearError) {
+  const JobResult r = run_job({"mismatch"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, ": allreduce #5 (flat, ");
+  EXPECT_OUTPUT(r,
+                "collective mismatch: rank 0 calls allreduce(sum, float32, 1000 elements) as operation #5 but rank " +
+                    std::to_string(job_size() - 1) + " calls allreduce(sum, float32, 7 elements)");
+}
+
+TEST(Failure, KilledRankEndsTheJobWithinTenSeconds) {
+  const JobResult r = run_job({"sigkill"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(Failure, FatalSignalIsReportedAndAbortsTheJob) {
+  const JobResult r = run_job({"segv"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, culprit());
+  EXPECT_OUTPUT(r, "fatal signal SIGSEGV");
+}
+
+TEST(Failure, StoppedRankEndsTheJobAfterTheTimeout) {
+  const JobResult r = run_job({"sigstop", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_GE(r.seconds, 2.0);  // the others waited the whole timeout
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  // Whichever waiting rank notices first aborts the job (not the stopped one).
+  EXPECT_OUTPUT(r, " on host ");
+  EXPECT_FALSE(contains(r.output, culprit())) << r.output;
+  EXPECT_OUTPUT(r, ": allreduce #5 (flat, 4.0 kB): no progress for ");
+  EXPECT_OUTPUT(r, "(timeout 2.0 s)");
+}
+
+TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
+  const JobResult r = run_job({"background", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  EXPECT_OUTPUT(r, ": mean_grad #1 (flat, 262.1 kB, background): no progress for ");
+}
+
+TEST(Failure, RankLeavingEarlyDoesNotHangTheOthers) {
+  const JobResult r = run_job({"exit", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  EXPECT_OUTPUT(r, "no progress for ");
+}
+
+}  // namespace

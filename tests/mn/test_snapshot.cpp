@@ -1,0 +1,167 @@
+// Per-rank snapshots: a run stopped and resumed from the newest iteration every rank has complete
+// ends with exactly the parameters of the uninterrupted run (also with double buffering, whose
+// not-yet-applied gradients are part of the state); a missing or unreadable file on one rank moves
+// every rank back to an older iteration; files of other rank counts are ignored; retention.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/mn/scatter.h"
+#include "rensa/mn/snapshot.h"
+#include "tests/mn/train_test_util.h"
+#include "tests/unit/test_util.h"
+
+namespace rensa::mn::test {
+namespace {
+
+namespace fs = std::filesystem;
+using rensa::test::expect_error;
+
+// A fresh directory that every rank shares (rank 0 names it), removed at the end.
+class SharedDir {
+ public:
+  SharedDir() {
+    Communicator c = comm();
+    std::string name;
+    if (c.rank() == 0) {
+      name = (fs::temp_directory_path() / ("rensa_mn_snapshot_" + std::to_string(::getpid()) + "_" +
+                                           std::to_string(counter_++)))
+                 .string();
+      fs::remove_all(name);
+      fs::create_directories(name);
+    }
+    path_ = c.bcast_bytes(name);
+    c.barrier();
+  }
+  ~SharedDir() {
+    comm().barrier();
+    if (comm().rank() == 0) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  std::string path_;
+};
+
+datasets::DatasetPtr numbered(int64_t n) {
+  std::vector<float> x;
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) {
+    x.push_back(static_cast<float>(i % 7) - 3.0f);
+    x.push_back(static_cast<float>(i % 5) * 0.5f);
+    t.push_back(static_cast<int32_t>(i % 3));
+  }
+  return std::make_shared<datasets::TupleDataset>(
+      std::vector<Array>{Array::from_vector(x, {n, 2}), Array::from_vector(t, {n})});
+}
+
+struct Result {
+  std::vector<double> params;
+  std::optional<int64_t> loaded;
+  int64_t iteration = 0;
+};
+
+// Trains until iteration `stop`, snapshotting every 3 iterations into `dir`; resumes first when
+// `resume` is set.
+Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering) {
+  Communicator c = comm();
+  const auto data = scatter_dataset(numbered(40), c, {.shuffle = true, .seed = 2});
+  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
+  auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c,
+                                         {.double_buffering = double_buffering, .bucket_cap = 128});
+  opt->setup(model);
+  iterators::SerialIterator it(data, 4, {.seed = 3 + static_cast<uint64_t>(c.rank())});
+  training::StandardUpdater updater(it, *opt);
+  training::Trainer trainer(updater, {stop, "iteration"}, dir);
+  auto snap = multi_node_snapshot(c, {.trigger = {3, "iteration"}});
+  trainer.extend(snap);
+  Result r;
+  if (resume) r.loaded = snap->maybe_load(trainer);
+  trainer.run();
+  r.params = flatten(param_values(model));
+  r.iteration = updater.iteration();
+  return r;
+}
+
+void expect_bitwise_resume(bool double_buffering) {
+  Communicator c = comm();
+  SharedDir whole, parts;
+  const Result want = train(whole.path(), 12, false, double_buffering);
+  train(parts.path(), 7, false, double_buffering);  // snapshots at 3 and 6
+  const Result got = train(parts.path(), 12, true, double_buffering);
+  ASSERT_TRUE(got.loaded.has_value());
+  EXPECT_EQ(*got.loaded, 6);
+  EXPECT_EQ(got.iteration, 12);
+  EXPECT_EQ(got.params, want.params) << "double buffering " << double_buffering;
+}
+
+TEST(MultiNodeSnapshot, ResumeIsBitForBit) { expect_bitwise_resume(false); }
+
+TEST(MultiNodeSnapshot, ResumeIsBitForBitWithDoubleBuffering) { expect_bitwise_resume(true); }
+
+TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {
+  Communicator c = comm();
+  SharedDir whole, parts;
+  const Result want = train(whole.path(), 12, false, false);
+  train(parts.path(), 10, false, false);  // snapshots at 3, 6, 9
+  const auto file = [&](int64_t it, int rank, int size) {
+    return (fs::path(parts.path()) / ("snapshot_mn_iter_" + std::to_string(it) + "_rank_" + std::to_string(rank) +
+                                      "_of_" + std::to_string(size) + ".npz"))
+        .string();
+  };
+  c.barrier();
+  if (c.rank() == 0) {
+    // The last rank never finished iteration 9; rank 0's iteration 6 is damaged; a job of another
+    // size left a newer file.
+    fs::remove(file(9, c.size() - 1, c.size()));
+    std::ofstream(file(6, 0, c.size()), std::ios::binary) << "not a zip file";
+    std::ofstream(file(99, 0, c.size() + 1), std::ios::binary) << "other job";
+  }
+  c.barrier();
+  const Result got = train(parts.path(), 12, true, false);
+  ASSERT_TRUE(got.loaded.has_value());
+  EXPECT_EQ(*got.loaded, c.size() == 1 ? 9 : 3);
+  EXPECT_EQ(got.params, want.params);
+}
+
+TEST(MultiNodeSnapshot, NothingToResume) {
+  SharedDir dir;
+  const Result got = train(dir.path(), 2, true, false);
+  EXPECT_FALSE(got.loaded.has_value());
+  EXPECT_EQ(got.iteration, 2);
+}
+
+TEST(MultiNodeSnapshot, RetainsTheNewestFiles) {
+  Communicator c = comm();
+  SharedDir dir;
+  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
+  auto opt = create_multi_node_optimizer(std::make_unique<optimizers::SGD>(0.1), c);
+  opt->setup(model);
+  iterators::SerialIterator it(scatter_dataset(numbered(16), c), 2, {.seed = 1});
+  training::StandardUpdater updater(it, *opt);
+  training::Trainer trainer(updater, {5, "iteration"}, dir.path());
+  auto snap = multi_node_snapshot(c, {.trigger = {1, "iteration"}, .n_retains = 2});
+  trainer.extend(snap);
+  trainer.run();
+  EXPECT_EQ(snap->local_iterations(trainer), (std::vector<int64_t>{4, 5}));
+  EXPECT_TRUE(fs::exists(snap->path_for(trainer, 5)));
+}
+
+TEST(MultiNodeSnapshot, Errors) {
+  Communicator c = comm();
+  expect_error<ValueError>([&] { multi_node_snapshot(c, {.name = ""}); }, {"multi_node_snapshot", "name"});
+  expect_error<ValueError>([&] { multi_node_snapshot(c, {.name = "a/b"}); }, {"multi_node_snapshot", "'a/b'"});
+  expect_error<ValueError>([&] { multi_node_snapshot(c, {.n_retains = 0}); }, {"n_retains", "0"});
+}
+
+}  // namespace
+}  // namespace rensa::mn::test

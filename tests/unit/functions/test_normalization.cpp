@@ -1,0 +1,296 @@
+#include <cmath>
+#include <vector>
+
+#include "tests/unit/test_util.h"
+
+using namespace rensa;
+namespace F = rensa::functions;
+using rensa::test::expect_cpu_matches_reference;
+using rensa::test::expect_error;
+using rensa::test::randn;
+using rensa::test::randu;
+using rensa::testing::check_backward;
+using rensa::testing::check_double_backward;
+using rensa::testing::make_noncontiguous;
+using rensa::testing::TestFunction;
+
+namespace {
+
+TestFunction bn_fn(F::BatchNormOptions o = {}) {
+  return [o](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::batch_normalization(v[0], v[1], v[2], o).y};
+  };
+}
+
+TestFunction fixed_bn_fn(F::BatchNormOptions o = {}) {
+  return [o](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], o)};
+  };
+}
+
+TestFunction ln_fn(double eps = 1e-5) {
+  return [eps](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::layer_normalization(v[0], v[1], v[2], eps)};
+  };
+}
+
+// The outputs and the gradients of every input (output gradient: the outputs' values), to compare backends.
+TestFunction with_grads(const TestFunction& f) {
+  return [f](const std::vector<Variable>& v) {
+    std::vector<Variable> in;
+    for (const auto& x : v) in.emplace_back(x.array(), true);
+    std::vector<Variable> y = f(in);
+    std::vector<Variable> out = y;
+    std::vector<Variable> g = grad(y, in, {Variable(y[0].array().copy())});
+    out.insert(out.end(), g.begin(), g.end());
+    return out;
+  };
+}
+
+std::vector<Array> noncontig(const std::vector<Array>& xs) {
+  std::vector<Array> out;
+  for (const auto& x : xs) out.push_back(make_noncontiguous(x));
+  return out;
+}
+
+// Loose tolerances: normalization divides by a small standard deviation.
+rensa::testing::CheckOptions opts() {
+  rensa::testing::CheckOptions o;
+  o.eps = 1e-4;
+  o.atol = 1e-6;
+  o.rtol = 1e-4;
+  return o;
+}
+
+}  // namespace
+
+// ---- forward values -----------------------------------------------------------------------------
+
+TEST(BatchNormalization, KnownValues) {
+  // x (4, 2): channel 0 = 1, 2, 3, 4 (mean 2.5, var 1.25); channel 1 = 2, 2, 2, 2 (var 0).
+  Variable x(Array::from_vector<double>({1, 2, 2, 2, 3, 2, 4, 2}, {4, 2}));
+  Variable gamma(Array::from_vector<double>({2, 1}));
+  Variable beta(Array::from_vector<double>({0.5, -1}));
+  const double eps = 1e-5;
+  auto r = F::batch_normalization(x, gamma, beta, {eps});
+  EXPECT_EQ(r.mean.to_vector<double>(), (std::vector<double>{2.5, 2.0}));
+  EXPECT_EQ(r.var.to_vector<double>(), (std::vector<double>{1.25, 0.0}));
+  const auto y = r.y.array().to_vector<double>();
+  const double s = 1.0 / std::sqrt(1.25 + eps);
+  const std::vector<double> xs{1, 2, 3, 4};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(y[2 * i], 2.0 * (xs[i] - 2.5) * s + 0.5, 1e-12);
+    EXPECT_NEAR(y[2 * i + 1], -1.0, 1e-12);
+  }
+}
+
+TEST(BatchNormalization, FourDimStatisticsPerChannel) {
+  Array x = randn({3, 2, 4, 5}, Dtype::float64, 3);
+  auto r = F::batch_normalization(Variable(x), Variable(), Variable());
+  ASSERT_EQ(r.y.shape(), x.shape());
+  ASSERT_EQ(r.mean.shape(), (Shape{2}));
+  // Without gamma and beta every channel of y has mean 0 and variance var / (var + eps).
+  auto m = F::mean(r.y, {0, 2, 3}).array().to_vector<double>();
+  auto v = F::mean(F::square(r.y), {0, 2, 3}).array().to_vector<double>();
+  const auto var = r.var.to_vector<double>();
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(m[c], 0.0, 1e-12);
+    EXPECT_NEAR(v[c], var[c] / (var[c] + 2e-5), 1e-12);
+  }
+}
+
+TEST(BatchNormalization, CustomAxes) {
+  // Statistics over axis 0 only of (N, C, L): parameters (C, L).
+  Array x = randn({5, 2, 3}, Dtype::float64, 4);
+  auto r = F::batch_normalization(Variable(x), Variable(randn({2, 3}, Dtype::float64, 5)),
+                                  Variable(randn({2, 3}, Dtype::float64, 6)), {1e-5, {0}});
+  EXPECT_EQ(r.mean.shape(), (Shape{2, 3}));
+  EXPECT_TRUE(allclose(r.mean, F::mean(Variable(x), {0}).array()));
+}
+
+TEST(FixedBatchNormalization, KnownValuesAndAgreesWithBatchStatistics) {
+  Variable x(Array::from_vector<double>({1, 4, 3, 0}, {2, 2}));
+  Variable gamma(Array::from_vector<double>({1, 2}));
+  Variable beta(Array::from_vector<double>({0, 1}));
+  Variable mean(Array::from_vector<double>({1, 2}));
+  Variable var(Array::from_vector<double>({4, 1}));
+  auto y = F::fixed_batch_normalization(x, gamma, beta, mean, var, {0.0001}).array().to_vector<double>();
+  EXPECT_NEAR(y[0], 0.0, 1e-12);
+  EXPECT_NEAR(y[1], 2.0 * 2.0 / std::sqrt(1.0001) + 1.0, 1e-12);
+  EXPECT_NEAR(y[2], 2.0 / std::sqrt(4.0001), 1e-12);
+  EXPECT_NEAR(y[3], 2.0 * -2.0 / std::sqrt(1.0001) + 1.0, 1e-12);
+
+  // With the batch's own statistics it equals batch_normalization.
+  Array xb = randn({6, 3, 2, 2}, Dtype::float64, 7);
+  Variable g(randn({3}, Dtype::float64, 8)), b(randn({3}, Dtype::float64, 9));
+  auto r = F::batch_normalization(Variable(xb), g, b);
+  auto yf = F::fixed_batch_normalization(Variable(xb), g, b, Variable(r.mean), Variable(r.var));
+  EXPECT_TRUE(allclose(r.y.array(), yf.array(), 1e-10, 1e-12));
+}
+
+TEST(LayerNormalization, KnownValues) {
+  Variable x(Array::from_vector<double>({1, 2, 3, 4, -2, 2}, {2, 3}));
+  Variable gamma(Array::from_vector<double>({1, 2, 3}));
+  Variable beta(Array::from_vector<double>({0, 0, 1}));
+  const double eps = 1e-5;
+  auto y = F::layer_normalization(x, gamma, beta, eps).array().to_vector<double>();
+  // Row 0: mean 2, var 2/3. Row 1: mean 4/3, var ((8/3)^2 + (10/3)^2 + (2/3)^2) / 3 = 56/9.
+  const double s0 = 1 / std::sqrt(2.0 / 3 + eps), s1 = 1 / std::sqrt(56.0 / 9 + eps);
+  const std::vector<double> expected{
+      -1 * s0, 0.0, 3 * s0 + 1, (8.0 / 3) * s1, 2 * (-10.0 / 3) * s1, 3 * (2.0 / 3) * s1 + 1};
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(y[i], expected[i], 1e-12) << i;
+}
+
+TEST(LayerNormalization, NoParametersAndHigherRank) {
+  Array x = randn({2, 3, 5}, Dtype::float64, 10);
+  auto y = F::layer_normalization(Variable(x), Variable(), Variable());
+  auto m = F::mean(y, {2}).array().to_vector<double>();
+  for (double v : m) EXPECT_NEAR(v, 0.0, 1e-12);
+}
+
+// ---- gradients ----------------------------------------------------------------------------------
+
+TEST(BatchNormalizationGrad, ContiguousAndNoncontiguous) {
+  for (const Shape& s : {Shape{5, 3}, Shape{3, 2, 3, 2}}) {
+    std::vector<Array> in{randn(s, Dtype::float64, 11), randu({s[1]}, 0.5, 1.5, Dtype::float64, 12),
+                          randn({s[1]}, Dtype::float64, 13)};
+    check_backward(bn_fn(), in, {}, opts());
+    check_backward(bn_fn(), noncontig(in), {}, opts());
+    check_double_backward(bn_fn(), in, {randn(s, Dtype::float64, 14)}, {}, opts());
+  }
+}
+
+TEST(BatchNormalizationGrad, WithoutParametersAndCustomAxes) {
+  TestFunction no_params = [](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::batch_normalization(v[0], Variable(), Variable()).y};
+  };
+  check_backward(no_params, {randn({4, 3, 2}, Dtype::float64, 15)}, {}, opts());
+  std::vector<Array> in{randn({4, 2, 3}, Dtype::float64, 16), randn({2, 3}, Dtype::float64, 17),
+                        randn({2, 3}, Dtype::float64, 18)};
+  check_backward(bn_fn({1e-5, {0}}), in, {}, opts());
+  check_double_backward(bn_fn({1e-5, {0}}), in, {randn({4, 2, 3}, Dtype::float64, 19)}, {}, opts());
+}
+
+TEST(BatchNormalizationGrad, SizeZeroChannels) {
+  std::vector<Array> in{Array::zeros({3, 0, 2}, Dtype::float64), Array::zeros({0}, Dtype::float64),
+                        Array::zeros({0}, Dtype::float64)};
+  check_backward(bn_fn(), in, {}, opts());
+}
+
+TEST(FixedBatchNormalizationGrad, AllInputs) {
+  const Shape s{3, 2, 2, 3};
+  std::vector<Array> in{randn(s, Dtype::float64, 20), randn({2}, Dtype::float64, 21), randn({2}, Dtype::float64, 22),
+                        randn({2}, Dtype::float64, 23), randu({2}, 0.5, 2.0, Dtype::float64, 24)};
+  check_backward(fixed_bn_fn(), in, {}, opts());
+  check_backward(fixed_bn_fn(), noncontig(in), {}, opts());
+  check_double_backward(fixed_bn_fn(), in, {randn(s, Dtype::float64, 25)}, {}, opts());
+  // Size-0 batch.
+  std::vector<Array> empty{Array::zeros({0, 2}, Dtype::float64), in[1], in[2], in[3], in[4]};
+  check_backward(fixed_bn_fn(), empty, {}, opts());
+}
+
+TEST(LayerNormalizationGrad, ContiguousNoncontiguousDouble) {
+  for (const Shape& s : {Shape{4, 5}, Shape{2, 3, 4}}) {
+    std::vector<Array> in{randn(s, Dtype::float64, 26), randn({s.back()}, Dtype::float64, 27),
+                          randn({s.back()}, Dtype::float64, 28)};
+    check_backward(ln_fn(), in, {}, opts());
+    check_backward(ln_fn(), noncontig(in), {}, opts());
+    check_double_backward(ln_fn(), in, {randn(s, Dtype::float64, 29)}, {}, opts());
+  }
+  // Size-0 batch.
+  std::vector<Array> empty{Array::zeros({0, 3}, Dtype::float64), randn({3}, Dtype::float64, 30),
+                           randn({3}, Dtype::float64, 31)};
+  check_backward(ln_fn(), empty, {}, opts());
+}
+
+// ---- backends -----------------------------------------------------------------------------------
+
+TEST(NormalizationBackends, CpuMatchesReference) {
+  // 64 * 16 * 6 * 6 = 36864 elements: above the OpenMP threshold.
+  const Shape big{64, 16, 6, 6};
+  std::vector<Array> bn_in{randn(big, Dtype::float32, 32), randn({16}, Dtype::float32, 33),
+                           randn({16}, Dtype::float32, 34)};
+  expect_cpu_matches_reference(with_grads(bn_fn()), bn_in, 1e-4, 1e-4);
+  expect_cpu_matches_reference(with_grads(bn_fn()), noncontig(bn_in), 1e-4, 1e-4);
+  std::vector<Array> fixed_in = bn_in;
+  fixed_in.push_back(randn({16}, Dtype::float32, 35));
+  fixed_in.push_back(randu({16}, 0.5, 2.0, Dtype::float32, 36));
+  expect_cpu_matches_reference(with_grads(fixed_bn_fn()), fixed_in, 1e-4, 1e-4);
+  std::vector<Array> ln_in{randn({300, 128}, Dtype::float32, 37), randn({128}, Dtype::float32, 38),
+                           randn({128}, Dtype::float32, 39)};
+  expect_cpu_matches_reference(with_grads(ln_fn()), ln_in, 1e-4, 1e-4);
+  expect_cpu_matches_reference(with_grads(ln_fn()), noncontig(ln_in), 1e-4, 1e-4);
+}
+
+// ---- errors -------------------------------------------------------------------------------------
+
+TEST(NormalizationErrors, ShapesDtypesValues) {
+  Variable x(randn({4, 3}));
+  Variable g3(randn({3})), g2(randn({2}));
+  expect_error<ShapeError>([&] { F::batch_normalization(x, g2, g3); },
+                           {"batch_normalization", "gamma", "(2,)", "(4, 3)"});
+  expect_error<ShapeError>([&] { F::batch_normalization(Variable(randn({4})), Variable(), Variable()); },
+                           {"batch_normalization", "(4,)"});
+  expect_error<DtypeError>([&] { F::batch_normalization(x, Variable(randn({3}, Dtype::float32)), g3); },
+                           {"batch_normalization"});
+  expect_error<DtypeError>(
+      [&] {
+        F::batch_normalization(Variable(Array::zeros({4, 3}, Dtype::int32)), Variable(), Variable());
+      },
+      {"batch_normalization"});
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(Array::zeros({0, 3}, Dtype::float64)), g3, g3);
+      },
+      {"batch_normalization", "(0, 3)"});
+  expect_error<ValueError>([&] { F::batch_normalization(x, g3, g3, {0.0}); }, {"batch_normalization", "eps"});
+  expect_error<ShapeError>([&] { F::fixed_batch_normalization(x, g3, g3, g3, g2); },
+                           {"fixed_batch_normalization", "var", "(2,)", "(4, 3)"});
+  expect_error<ValueError>([&] { F::fixed_batch_normalization(x, g3, g3, Variable(), g3); },
+                           {"fixed_batch_normalization"});
+  expect_error<ShapeError>([&] { F::layer_normalization(x, g2, Variable()); },
+                           {"layer_normalization", "(2,)", "(4, 3)"});
+  expect_error<DtypeError>(
+      [&] {
+        F::layer_normalization(Variable(Array::zeros({2, 2}, Dtype::int64)), Variable(), Variable());
+      },
+      {"layer_normalization"});
+}
+
+// ---- pad ----------------------------------------------------------------------------------------
+
+TEST(Pad, KnownValues) {
+  Variable x(Array::from_vector<double>({1, 2, 3, 4}, {2, 2}));
+  auto y = F::pad(x, {{1, 0}, {0, 2}}, -1.0);
+  ASSERT_EQ(y.shape(), (Shape{3, 4}));
+  EXPECT_EQ(y.array().to_vector<double>(), (std::vector<double>{-1, -1, -1, -1, 1, 2, -1, -1, 3, 4, -1, -1}));
+  auto z = F::pad(x, {{1, 1}});
+  EXPECT_EQ(z.shape(), (Shape{4, 4}));
+  EXPECT_EQ(F::sum(z).array().to_vector<double>()[0], 10.0);
+  // Integer arrays pad too (no gradient).
+  auto i = F::pad(Variable(Array::from_vector<int32_t>({7})), {{2, 1}});
+  EXPECT_EQ(i.array().to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 7, 0}));
+}
+
+TEST(Pad, Gradients) {
+  TestFunction f = [](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::pad(v[0], {{0, 0}, {1, 2}, {2, 1}}, 0.5)};
+  };
+  Array x = randn({2, 3, 4}, Dtype::float64, 40);
+  check_backward(f, {x});
+  check_backward(f, {make_noncontiguous(x)});
+  check_double_backward(f, {x}, {randn({2, 6, 7}, Dtype::float64, 41)});
+  check_backward(f, {Array::zeros({0, 3, 4}, Dtype::float64)});
+  Array big = randn({4, 3, 60, 60}, Dtype::float32, 42);  // padded size above the OpenMP threshold
+  TestFunction g = [](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::pad(v[0], {{0, 0}, {0, 0}, {4, 4}, {4, 4}})};
+  };
+  expect_cpu_matches_reference(with_grads(g), {big});
+  expect_cpu_matches_reference(with_grads(g), {make_noncontiguous(big)});
+}
+
+TEST(Pad, Errors) {
+  Variable x(randn({2, 3}));
+  expect_error<ShapeError>([&] { F::pad(x, {{1, 1}, {1, 1}, {1, 1}}); }, {"pad", "(2, 3)", "3 pairs"});
+  expect_error<ValueError>([&] { F::pad(x, {{1, -1}}); }, {"pad", "negative", "(2, 3)"});
+}

@@ -1,0 +1,185 @@
+// links::BatchNormalization (running and population statistics, test mode), LayerNormalization and
+// recompute_batch_norm_statistics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rensa/datasets/tuple_dataset.h"
+#include "rensa/iterators/serial_iterator.h"
+#include "rensa/links/convolution_2d.h"
+#include "rensa/links/normalization.h"
+#include "rensa/serializers/npz.h"
+#include "tests/unit/test_util.h"
+
+using namespace rensa;
+namespace F = rensa::functions;
+namespace L = rensa::links;
+using rensa::test::expect_error;
+using rensa::test::randn;
+
+namespace {
+std::vector<double> vec(const Array& a) {
+  return a.to_vector<double>();
+}
+}  // namespace
+
+TEST(BatchNormalizationLink, ParametersAndPersistents) {
+  L::BatchNormalization bn(3);
+  ASSERT_EQ(bn.namedparams().size(), 2u);
+  EXPECT_EQ(bn.namedparams()[0].first, "/gamma");
+  EXPECT_EQ(bn.namedparams()[1].first, "/beta");
+  EXPECT_EQ(vec(bn.gamma().array()), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(vec(bn.beta().array()), (std::vector<double>{0, 0, 0}));
+  auto ps = bn.namedpersistents();
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(ps[0].first, "/avg_mean");
+  EXPECT_EQ(ps[1].first, "/avg_var");
+  EXPECT_EQ(ps[2].first, "/N");
+  EXPECT_EQ(vec(bn.avg_var()), (std::vector<double>{1, 1, 1}));
+  L::BatchNormalization bare(3, {.use_gamma = false, .use_beta = false});
+  EXPECT_TRUE(bare.namedparams().empty());
+  EXPECT_TRUE(bare.gamma().is_null());
+}
+
+TEST(BatchNormalizationLink, TrainingUpdatesRunningAverages) {
+  L::BatchNormalization bn(2, {.decay = 0.8});
+  // Channel 0: 0, 2, 4, 6 (mean 3, biased var 5, unbiased 20/3); channel 1 constant 1.
+  Variable x(Array::from_vector<float>({0, 1, 2, 1, 4, 1, 6, 1}, {4, 2}));
+  Variable y = bn(x);
+  auto m = vec(bn.avg_mean()), v = vec(bn.avg_var());
+  EXPECT_NEAR(m[0], 0.2 * 3, 1e-6);
+  EXPECT_NEAR(m[1], 0.2 * 1, 1e-6);
+  EXPECT_NEAR(v[0], 0.8 + 0.2 * 20.0 / 3, 1e-5);
+  EXPECT_NEAR(v[1], 0.8, 1e-6);
+  // Batch statistics normalize the output.
+  auto r = F::batch_normalization(x, bn.gamma(), bn.beta(), {2e-5});
+  EXPECT_TRUE(allclose(y.array(), r.y.array()));
+  F::sum(F::square(y)).backward();
+  EXPECT_FALSE(bn.gamma().grad().is_null());
+  EXPECT_EQ(bn.n_batches(), 0);  // counted in finetune mode only
+}
+
+TEST(BatchNormalizationLink, TestModeUsesRunningAverages) {
+  L::BatchNormalization bn(2);
+  bn.avg_mean().assign(Array::from_vector<float>({1, -1}));
+  bn.avg_var().assign(Array::from_vector<float>({4, 0.25}));
+  bn.gamma().array().assign(Array::from_vector<float>({2, 1}));
+  Variable x(Array::from_vector<float>({3, 0, 1, -1}, {2, 2}));
+  Variable y;
+  {
+    auto test = using_config("train", false);
+    y = bn(x);
+  }
+  auto yv = vec(y.array());
+  EXPECT_NEAR(yv[0], 2.0 * 2 / std::sqrt(4 + 2e-5), 1e-5);
+  EXPECT_NEAR(yv[1], 1 / std::sqrt(0.25 + 2e-5), 1e-5);
+  EXPECT_NEAR(yv[2], 0.0, 1e-6);
+  EXPECT_NEAR(yv[3], 0.0, 1e-6);
+  EXPECT_EQ(vec(bn.avg_mean()), (std::vector<double>{1, -1}));  // untouched in test mode
+}
+
+TEST(BatchNormalizationLink, FinetuneAveragesExactly) {
+  L::BatchNormalization bn(3, {.finetune = true});
+  std::vector<Array> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(randn({5, 3, 2, 2}, Dtype::float32, 10 + i));
+  std::vector<double> mean_sum(3, 0.0), var_sum(3, 0.0);
+  for (const auto& b : batches) {
+    bn(Variable(b));
+    auto r = F::batch_normalization(Variable(b), Variable(), Variable());
+    auto m = vec(r.mean), v = vec(r.var);
+    for (int c = 0; c < 3; ++c) {
+      mean_sum[c] += m[c];
+      var_sum[c] += v[c] * 20.0 / 19.0;
+    }
+  }
+  EXPECT_EQ(bn.n_batches(), 4);
+  auto m = vec(bn.avg_mean()), v = vec(bn.avg_var());
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(m[c], mean_sum[c] / 4, 1e-5);
+    EXPECT_NEAR(v[c], var_sum[c] / 4, 1e-5);
+  }
+  bn.start_finetuning();
+  EXPECT_EQ(bn.n_batches(), 0);
+  bn(Variable(batches[0]));  // N = 1: decay 0, the averages are this batch's
+  auto r = F::batch_normalization(Variable(batches[0]), Variable(), Variable());
+  EXPECT_TRUE(allclose(bn.avg_mean(), r.mean, 1e-5, 1e-6));
+}
+
+TEST(BatchNormalizationLink, RecomputeStatisticsOverOnePass) {
+  // A model conv -> bn; the population statistics must be those of the conv outputs over the data.
+  auto conv = std::make_shared<L::Convolution2D>(1, 2, 3, L::Convolution2DOptions{.seed = 5});
+  auto bn = std::make_shared<L::BatchNormalization>(2);
+  struct Net : Chain {
+    L::Convolution2D* c;
+    L::BatchNormalization* b;
+    Variable forward(const Variable& x) override { return (*b)((*c)(x)); }
+    using Chain::forward;
+  } net;
+  net.add_link("conv", conv);
+  net.add_link("bn", bn);
+  net.c = conv.get();
+  net.b = bn.get();
+  Array data = randn({12, 1, 5, 5}, Dtype::float32, 20);
+  Array labels = Array::zeros({12}, Dtype::int32);
+  auto ds = std::make_shared<datasets::TupleDataset>(std::vector<Array>{data, labels});
+  iterators::SerialIterator it(ds, 4, {.repeat = false, .shuffle = false});
+  // Some training steps first move the running averages away.
+  bn->forward(Variable(randn({3, 2, 2, 2}, Dtype::float32, 21)));
+  const int64_t n = L::recompute_batch_norm_statistics(net, it);
+  EXPECT_EQ(n, 3);
+  EXPECT_FALSE(bn->finetune());
+  EXPECT_EQ(bn->n_batches(), 3);
+  // Expected: the mean of the per-batch conv statistics (equal batches: the population mean).
+  Variable h = (*conv)(Variable(data));
+  auto full = F::batch_normalization(h, Variable(), Variable());
+  EXPECT_TRUE(allclose(bn->avg_mean(), full.mean, 1e-4, 1e-5));
+  std::vector<double> var_mean(2, 0.0);
+  for (int k = 0; k < 3; ++k) {
+    auto part = F::batch_normalization(F::get_item(h, {Slice{4 * k, 4 * k + 4, 1}}), Variable(), Variable());
+    auto v = vec(part.var);
+    for (int c = 0; c < 2; ++c) var_mean[c] += v[c] * 36.0 / 35.0 / 3;
+  }
+  auto v = vec(bn->avg_var());
+  for (int c = 0; c < 2; ++c) EXPECT_NEAR(v[c], var_mean[c], 1e-4);
+  // No graph was recorded for the parameters.
+  EXPECT_TRUE(conv->W().grad().is_null());
+  // A repeating iterator stops at the end of the epoch.
+  iterators::SerialIterator rep(ds, 5, {.repeat = true, .shuffle = false});
+  EXPECT_EQ(L::recompute_batch_norm_statistics(net, rep), 3);
+}
+
+TEST(BatchNormalizationLink, SaveAndLoadStatistics) {
+  L::BatchNormalization a(2, {.finetune = true}), b(2);
+  a(Variable(randn({4, 2}, Dtype::float32, 40)));
+  a(Variable(randn({4, 2}, Dtype::float32, 41)));
+  const std::string path = ::testing::TempDir() + "bn_stats.npz";
+  serializers::save_npz(path, a);
+  serializers::load_npz(path, b);
+  EXPECT_EQ(vec(b.avg_mean()), vec(a.avg_mean()));
+  EXPECT_EQ(vec(b.avg_var()), vec(a.avg_var()));
+  EXPECT_EQ(b.n_batches(), 2);
+}
+
+TEST(BatchNormalizationLink, Errors) {
+  expect_error<ValueError>([] { L::BatchNormalization(-1); }, {"BatchNormalization", "size"});
+  expect_error<ValueError>([] { L::BatchNormalization(3, {.decay = 1.5}); }, {"BatchNormalization", "decay"});
+  expect_error<ValueError>([] { L::BatchNormalization(3, {.eps = 0}); }, {"BatchNormalization", "eps"});
+  L::BatchNormalization bn(3);
+  expect_error<ShapeError>([&] { bn(Variable(randn({4, 2}, Dtype::float32))); }, {"BatchNormalization", "(4, 2)"});
+}
+
+TEST(LayerNormalizationLink, LazyAndForward) {
+  L::LayerNormalization ln;
+  EXPECT_TRUE(ln.gamma().array().is_null());
+  Variable x(randn({3, 4}, Dtype::float32, 30));
+  Variable y = ln(x);
+  EXPECT_EQ(ln.gamma().shape(), (Shape{4}));
+  EXPECT_TRUE(allclose(y.array(), F::layer_normalization(x, Variable(), Variable()).array(), 1e-5, 1e-6));
+  L::LayerNormalization sized(4);
+  EXPECT_EQ(sized.namedparams().size(), 2u);
+  EXPECT_EQ(sized.beta().shape(), (Shape{4}));
+  expect_error<ShapeError>([&] { sized(Variable(randn({3, 5}, Dtype::float32))); }, {"layer_normalization"});
+}
