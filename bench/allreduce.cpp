@@ -1,5 +1,5 @@
 // Sum-allreduce bandwidth of float32 buffers among the ranks of one host: MPI_Allreduce against
-// rensa's shared-memory reducer (what the flat and single_node communicators use within a host),
+// rensa's shared-memory allreduce (what the communicators use within a host),
 // 1 KiB to 256 MiB. Bus bandwidth as NCCL's tests define it: bytes / time * 2 (n - 1) / n.
 //   mpirun -n 2 build/release/bench/bench_allreduce [--max-mib 256] [--seconds 0.3]
 #include <mpi.h>

@@ -19,15 +19,14 @@
 
 namespace rensa::mn::detail {
 namespace {
-constexpr std::size_t kSlotBytes = std::size_t{256} << 10;  // per rank and buffer: stays in cache
-constexpr std::size_t kControlBytes = 4096;
+constexpr std::size_t kSlotBytes = std::size_t{1} << 20;  // per rank and buffer: stays in cache
+// Control: one cache line of header, then one line per rank (its barrier count). Rounded to pages.
+std::size_t control_bytes(int ranks) { return (64 * (static_cast<std::size_t>(ranks) + 1) + 4095) / 4096 * 4096; }
 std::atomic<uint64_t> segment_counter{0};
 }  // namespace
 
-// A sense-free barrier: the last rank to arrive resets the count and bumps the generation.
+// The segment's first cache line; the ranks' barrier counts follow, one line each.
 struct ShmAllreduce::Control {
-  alignas(64) std::atomic<int> count;
-  alignas(64) std::atomic<uint32_t> generation;
   uint64_t token;
 };
 
@@ -38,7 +37,7 @@ ShmAllreduce::~ShmAllreduce() {
 bool ShmAllreduce::init(MPI_Comm comm) {
   RENSA_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   RENSA_MPI_CHECK(MPI_Comm_size(comm, &size_));
-  mapped_bytes_ = kControlBytes + 2 * static_cast<std::size_t>(size_) * kSlotBytes;
+  mapped_bytes_ = control_bytes(size_) + 2 * static_cast<std::size_t>(size_) * kSlotBytes;
   // Rank 0 creates an anonymous memory file; the others open it through /proc/<pid>/fd/<fd>. It has
   // no name, so nothing is left behind however the job ends, and it lives exactly as long as the
   // mappings (no collective call is needed to free it). A token written by rank 0 proves that the
@@ -58,8 +57,9 @@ bool ShmAllreduce::init(MPI_Comm comm) {
     }
     if (info[0]) {
       auto* c = new (p) Control();
-      c->count.store(0);
-      c->generation.store(0);
+      for (int r = 0; r < size_; ++r) {
+        new (static_cast<char*>(p) + 64 * (static_cast<std::size_t>(r) + 1)) std::atomic<uint64_t>(0);
+      }
       c->token = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
                  (static_cast<uint64_t>(getpid()) << 32) ^ segment_counter.fetch_add(1);
       info[1] = getpid();
@@ -90,22 +90,22 @@ bool ShmAllreduce::init(MPI_Comm comm) {
     return false;
   }
   control_ = static_cast<Control*>(p);
-  slots_ = static_cast<char*>(p) + kControlBytes;
+  slots_ = static_cast<char*>(p) + control_bytes(size_);
+  arrived_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(p) + 64);
   return true;
 }
 
+// Each rank publishes how many barriers it has reached on its own cache line and waits until every
+// rank has reached as many (no read-modify-write on a shared line). Spins briefly, then yields:
+// ranks may outnumber cores.
 void ShmAllreduce::barrier() {
-  const uint32_t g = generation_;
-  if (control_->count.fetch_add(1, std::memory_order_acq_rel) == size_ - 1) {
-    control_->count.store(0, std::memory_order_relaxed);
-    control_->generation.store(g + 1, std::memory_order_release);
-  } else {
-    // Spin briefly, then yield: ranks may outnumber cores.
-    for (int spins = 0; control_->generation.load(std::memory_order_acquire) == g; ++spins) {
-      if (spins > 64) sched_yield();
+  ++generation_;
+  arrived_[8 * rank_].store(generation_, std::memory_order_release);
+  for (int q = 0; q < size_; ++q) {
+    for (int spins = 0; arrived_[8 * q].load(std::memory_order_acquire) < generation_; ++spins) {
+      if (spins > 256) sched_yield();
     }
   }
-  generation_ = g + 1;
 }
 
 namespace {
@@ -134,23 +134,30 @@ struct AndOp {
   bool operator()(bool a, bool b) const { return a && b; }
 };
 
-// Reduces elements [lo, hi) of every slot, in rank order, into slot 0 (rank r alone owns that
-// range of slot 0 in this step). One pass per slot, so the loops vectorize; 16-bit floats
+// Reduces elements [lo, hi) of every slot, in rank order, into slot `own` (this rank's: no other
+// rank reads that range of it in this step). One pass per slot, so the loops vectorize; 16-bit floats
 // accumulate in float and round once.
 template <class T, class Op>
-void reduce_part(char* const* slots, int k, std::size_t lo, std::size_t hi, Op op) {
+void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t hi, Op op) {
   using C = compute_t<T>;
-  T* acc = reinterpret_cast<T*>(slots[0]);
+  T* acc = reinterpret_cast<T*>(slots[own]);
   if constexpr (std::is_same_v<C, T>) {
-    for (int q = 1; q < k; ++q) {
-      const T* s = reinterpret_cast<const T*>(slots[q]);
-      for (std::size_t i = lo; i < hi; ++i) acc[i] = op(acc[i], s[i]);
+    if (k == 2) {  // acc is one of the two slots: each element is read before it is written
+      const T* first = reinterpret_cast<const T*>(slots[0]);
+      const T* second = reinterpret_cast<const T*>(slots[1]);
+#pragma omp simd
+      for (std::size_t i = lo; i < hi; ++i) acc[i] = op(first[i], second[i]);
+      return;
     }
-  } else {
-    thread_local std::vector<C> tmp;
+  }
+  {
+    // In a temporary: this rank's own slot must still hold its values when their turn comes.
+    using Slot = std::conditional_t<std::is_same_v<C, bool>, unsigned char, C>;  // no vector<bool>
+    thread_local std::vector<Slot> tmp;
     tmp.resize(hi - lo);
-    C* t = tmp.data() - lo;
-    for (std::size_t i = lo; i < hi; ++i) t[i] = static_cast<C>(acc[i]);
+    Slot* t = tmp.data() - lo;
+    const T* first = reinterpret_cast<const T*>(slots[0]);
+    for (std::size_t i = lo; i < hi; ++i) t[i] = static_cast<C>(first[i]);
     for (int q = 1; q < k; ++q) {
       const T* s = reinterpret_cast<const T*>(slots[q]);
       for (std::size_t i = lo; i < hi; ++i) t[i] = op(t[i], static_cast<C>(s[i]));
@@ -160,24 +167,24 @@ void reduce_part(char* const* slots, int k, std::size_t lo, std::size_t hi, Op o
 }
 
 template <class T>
-void reduce_part(char* const* slots, int k, std::size_t lo, std::size_t hi, ReduceOp op) {
+void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t hi, ReduceOp op) {
   if constexpr (std::is_same_v<T, bool>) {
     if (op == ReduceOp::min) {
-      reduce_part<T>(slots, k, lo, hi, AndOp{});
+      reduce_part<T>(slots, k, own, lo, hi, AndOp{});
     } else {
-      reduce_part<T>(slots, k, lo, hi, OrOp{});
+      reduce_part<T>(slots, k, own, lo, hi, OrOp{});
     }
   } else {
     switch (op) {
       case ReduceOp::sum:
       case ReduceOp::mean:
-        reduce_part<T>(slots, k, lo, hi, SumOp{});
+        reduce_part<T>(slots, k, own, lo, hi, SumOp{});
         break;
       case ReduceOp::max:
-        reduce_part<T>(slots, k, lo, hi, MaxOp{});
+        reduce_part<T>(slots, k, own, lo, hi, MaxOp{});
         break;
       case ReduceOp::min:
-        reduce_part<T>(slots, k, lo, hi, MinOp{});
+        reduce_part<T>(slots, k, own, lo, hi, MinOp{});
         break;
     }
   }
@@ -199,9 +206,15 @@ void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, 
     barrier();  // every slot of this chunk is written
     const std::size_t lo = m * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(k);
     const std::size_t hi = m * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(k);
-    dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, lo, hi, op); });
-    barrier();  // every range of slot 0 is reduced
-    std::memcpy(dst + off * isz, slots[0], m * isz);
+    dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, rank_, lo, hi, op); });
+    barrier();  // every rank's range is reduced, in that rank's slot
+    // Each range from the slot of the rank that reduced it: the chunk is read from cache lines each
+    // rank wrote itself, instead of every rank writing into one slot that all then read.
+    for (int q = 0; q < k; ++q) {
+      const std::size_t qlo = m * static_cast<std::size_t>(q) / static_cast<std::size_t>(k);
+      const std::size_t qhi = m * static_cast<std::size_t>(q + 1) / static_cast<std::size_t>(k);
+      std::memcpy(dst + (off + qlo) * isz, slots[static_cast<std::size_t>(q)] + qlo * isz, (qhi - qlo) * isz);
+    }
     // The next chunk writes the other buffer; the one after that starts with a barrier this rank
     // can only pass once every rank has copied this chunk out.
   }

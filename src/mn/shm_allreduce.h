@@ -1,11 +1,13 @@
 #pragma once
 // Allreduce among the ranks of one host through a shared-memory segment: each rank copies a chunk
-// of its data into its slot, reduces 1/k of the chunk over every slot into slot 0 (in rank order,
-// accumulating in compute_t, so every rank gets bitwise the same result), and copies the reduced
-// chunk out. Two spin barriers per chunk, double-buffered slots. Much faster than MPI_Allreduce over Open MPI's
+// of its data into its slot, reduces its 1/k of the chunk over every slot into its own slot (in rank
+// order, accumulating in compute_t, so every rank gets bitwise the same result), and copies each
+// 1/k back from the slot of the rank that reduced it. Two barriers per chunk (per-rank counters on
+// their own cache lines), double-buffered slots. Much faster than MPI_Allreduce over Open MPI's
 // shared-memory transport for large arrays, which copies every message through FIFOs.
 #include <mpi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,7 +39,8 @@ class ShmAllreduce {
   char* slots_ = nullptr;  // 2 buffers x k slots x kSlotBytes
   std::size_t mapped_bytes_ = 0;
   int rank_ = 0, size_ = 1;
-  uint32_t generation_ = 0;
+  std::atomic<uint64_t>* arrived_ = nullptr;  // rank r's barrier count at arrived_[8 * r]
+  uint64_t generation_ = 0;
   uint64_t chunks_ = 0;
 };
 
