@@ -223,6 +223,26 @@ std::string fingerprint_text(const int64_t* f) {
   return os.str();
 }
 
+// Every rank's header of its `x` (kHeader values per rank, in `headers`) and its byte count, for `op`
+// (gather, allgather): ValueError when a rank passed no valid array, DtypeError when a rank's dtype
+// differs from rank 0's. Collective over `comm`.
+std::vector<int64_t> exchange_headers(const Array& x, const char* op, int size, MPI_Comm comm,
+                                      std::vector<int64_t>& headers) {
+  headers.assign(static_cast<std::size_t>(size) * kHeader, 0);
+  int64_t mine[kHeader];
+  fill_header(mine, x);
+  RENSA_MPI_CHECK(MPI_Allgather(mine, kHeader, MPI_INT64_T, headers.data(), kHeader, MPI_INT64_T, comm));
+  std::vector<int64_t> bytes(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const int64_t* h = &headers[static_cast<std::size_t>(r) * kHeader];
+    RENSA_CHECK(h[0] == kOk, ValueError, op, ": rank ", r, " passed ", status_text(h[0]));
+    RENSA_CHECK(h[1] == headers[1], DtypeError, op, ": rank 0 passes ", dtype_name(header_dtype(headers.data())),
+                " but rank ", r, " passes ", dtype_name(header_dtype(h)));
+    bytes[static_cast<std::size_t>(r)] = header_bytes(h);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 void MpiComm::reset() {
@@ -543,18 +563,8 @@ std::vector<Array> CommunicatorImpl::gather(const Array& x, int root) {
                        root, -1};
   return run_op(fg_, OpCode::gather, x.is_null() ? 0 : x.nbytes(), fp, checking_, [&] {
     check_root("gather", root, size_);
-    std::vector<int64_t> headers(static_cast<std::size_t>(size_) * kHeader);
-    int64_t mine[kHeader];
-    fill_header(mine, x);
-    RENSA_MPI_CHECK(MPI_Allgather(mine, kHeader, MPI_INT64_T, headers.data(), kHeader, MPI_INT64_T, fg_.world.get()));
-    std::vector<int64_t> bytes(static_cast<std::size_t>(size_));
-    for (int r = 0; r < size_; ++r) {
-      const int64_t* h = &headers[static_cast<std::size_t>(r) * kHeader];
-      RENSA_CHECK(h[0] == kOk, ValueError, "gather: rank ", r, " passed ", status_text(h[0]));
-      RENSA_CHECK(h[1] == headers[1], DtypeError, "gather: rank 0 passes ", dtype_name(header_dtype(headers.data())),
-                  " but rank ", r, " passes ", dtype_name(header_dtype(h)));
-      bytes[static_cast<std::size_t>(r)] = header_bytes(h);
-    }
+    std::vector<int64_t> headers;
+    const std::vector<int64_t> bytes = exchange_headers(x, "gather", size_, fg_.world.get(), headers);
     const std::vector<int> displs = displacements(bytes, "gather");
     const Dtype dtype = x.dtype();
     const int64_t total_bytes = displs.back() + bytes.back();
@@ -583,18 +593,8 @@ std::vector<Array> CommunicatorImpl::allgather(const Array& x) {
   const Fingerprint fp{static_cast<int64_t>(OpCode::allgather), x.is_null() ? -1 : static_cast<int64_t>(x.dtype()), -1,
                        -1, -1};
   return run_op(fg_, OpCode::allgather, x.is_null() ? 0 : x.nbytes(), fp, checking_, [&] {
-    std::vector<int64_t> headers(static_cast<std::size_t>(size_) * kHeader);
-    int64_t mine[kHeader];
-    fill_header(mine, x);
-    RENSA_MPI_CHECK(MPI_Allgather(mine, kHeader, MPI_INT64_T, headers.data(), kHeader, MPI_INT64_T, fg_.world.get()));
-    std::vector<int64_t> bytes(static_cast<std::size_t>(size_));
-    for (int r = 0; r < size_; ++r) {
-      const int64_t* h = &headers[static_cast<std::size_t>(r) * kHeader];
-      RENSA_CHECK(h[0] == kOk, ValueError, "allgather: rank ", r, " passed ", status_text(h[0]));
-      RENSA_CHECK(h[1] == headers[1], DtypeError, "allgather: rank 0 passes ", dtype_name(header_dtype(headers.data())),
-                  " but rank ", r, " passes ", dtype_name(header_dtype(h)));
-      bytes[static_cast<std::size_t>(r)] = header_bytes(h);
-    }
+    std::vector<int64_t> headers;
+    const std::vector<int64_t> bytes = exchange_headers(x, "allgather", size_, fg_.world.get(), headers);
     const std::vector<int> displs = displacements(bytes, "allgather");
     const Dtype dtype = x.dtype();
     const int64_t isz = static_cast<int64_t>(itemsize(dtype));
