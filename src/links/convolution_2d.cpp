@@ -41,10 +41,17 @@ int64_t lazy_channels(const char* op, const Variable& x) {
 
 }  // namespace
 
-Convolution2D::Convolution2D(int64_t in_channels, int64_t out_channels, functions::Int2 ksize,
-                             Convolution2DOptions options)
-    : out_channels_(out_channels), ksize_(ksize), options_(std::move(options)), dtype_(config().dtype) {
-  check_args("Convolution2D", in_channels, out_channels, ksize, options_, dtype_);
+namespace detail {
+
+ConvolutionLinkBase::ConvolutionLinkBase(const char* name, bool transposed, int64_t in_channels,
+                                         int64_t out_channels, functions::Int2 ksize, Convolution2DOptions options)
+    : options_(std::move(options)),
+      name_(name),
+      transposed_(transposed),
+      out_channels_(out_channels),
+      ksize_(ksize),
+      dtype_(config().dtype) {
+  check_args(name_, in_channels, out_channels, ksize, options_, dtype_);
   if (options_.seed) gen_.emplace(*options_.seed);
   if (!options_.initialW) options_.initialW = std::make_shared<initializers::LeCunNormal>();
   W_ = add_param("W");
@@ -54,16 +61,28 @@ Convolution2D::Convolution2D(int64_t in_channels, int64_t out_channels, function
   if (in_channels > 0) initialize_W(in_channels);
 }
 
-void Convolution2D::initialize_W(int64_t in_channels) {
-  RENSA_CHECK(in_channels % options_.groups == 0, ValueError, "Convolution2D: groups ", options_.groups,
-              " must divide in_channels ", in_channels);
-  Array w = Array::empty({out_channels_, in_channels / options_.groups, ksize_.y, ksize_.x}, dtype_, device_);
+void ConvolutionLinkBase::initialize_W(int64_t in_channels) {
+  const int64_t groups = options_.groups;
+  RENSA_CHECK(in_channels % groups == 0, ValueError, name_, ": groups ", groups, " must divide in_channels ",
+              in_channels);
+  Array w = transposed_ ? Array::empty({in_channels, out_channels_ / groups, ksize_.y, ksize_.x}, dtype_, device_)
+                        : Array::empty({out_channels_, in_channels / groups, ksize_.y, ksize_.x}, dtype_, device_);
   (*options_.initialW)(w, gen_ ? *gen_ : default_generator());
   W_.set_array(std::move(w));
 }
 
+void ConvolutionLinkBase::ensure_W(const Variable& x) {
+  if (W_.array().is_null()) initialize_W(lazy_channels(name_, x));
+}
+
+}  // namespace detail
+
+Convolution2D::Convolution2D(int64_t in_channels, int64_t out_channels, functions::Int2 ksize,
+                             Convolution2DOptions options)
+    : ConvolutionLinkBase("Convolution2D", false, in_channels, out_channels, ksize, std::move(options)) {}
+
 Variable Convolution2D::forward(const Variable& x) {
-  if (W_.array().is_null()) initialize_W(lazy_channels("Convolution2D", x));
+  ensure_W(x);
   functions::Conv2dOptions o;
   o.stride = options_.stride;
   o.pad = options_.pad;
@@ -74,27 +93,10 @@ Variable Convolution2D::forward(const Variable& x) {
 
 Deconvolution2D::Deconvolution2D(int64_t in_channels, int64_t out_channels, functions::Int2 ksize,
                                  Convolution2DOptions options)
-    : out_channels_(out_channels), ksize_(ksize), options_(std::move(options)), dtype_(config().dtype) {
-  check_args("Deconvolution2D", in_channels, out_channels, ksize, options_, dtype_);
-  if (options_.seed) gen_.emplace(*options_.seed);
-  if (!options_.initialW) options_.initialW = std::make_shared<initializers::LeCunNormal>();
-  W_ = add_param("W");
-  if (!options_.nobias) {
-    b_ = add_param("b", make_bias(out_channels_, dtype_, device_, options_, gen_ ? *gen_ : default_generator()));
-  }
-  if (in_channels > 0) initialize_W(in_channels);
-}
-
-void Deconvolution2D::initialize_W(int64_t in_channels) {
-  RENSA_CHECK(in_channels % options_.groups == 0, ValueError, "Deconvolution2D: groups ", options_.groups,
-              " must divide in_channels ", in_channels);
-  Array w = Array::empty({in_channels, out_channels_ / options_.groups, ksize_.y, ksize_.x}, dtype_, device_);
-  (*options_.initialW)(w, gen_ ? *gen_ : default_generator());
-  W_.set_array(std::move(w));
-}
+    : ConvolutionLinkBase("Deconvolution2D", true, in_channels, out_channels, ksize, std::move(options)) {}
 
 Variable Deconvolution2D::forward(const Variable& x) {
-  if (W_.array().is_null()) initialize_W(lazy_channels("Deconvolution2D", x));
+  ensure_W(x);
   functions::Deconv2dOptions o;
   o.stride = options_.stride;
   o.pad = options_.pad;
