@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   int64_t epoch = 20, batchsize = 100, unit = 1000;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result", resume, dataset_dir, communicator;
+  std::string out = "result", resume, dataset_dir, communicator, grad_dtype = "float32";
+  bool no_overlap = false, double_buffering = false;
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in each hidden layer")->check(CLI::Range(1, 100000));
@@ -46,11 +47,21 @@ int main(int argc, char** argv) {
   app.add_option("--communicator", communicator,
                  "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
                  "single_node, dummy) under mpirun; default: one process");
+  app.add_option("--grad-dtype", grad_dtype, "Dtype gradients travel in with --communicator")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
+  app.add_flag("--no-overlap", no_overlap,
+               "With --communicator: average gradients after backward instead of during it");
+  app.add_flag("--double-buffering", double_buffering,
+               "With --communicator: apply each step's averaged gradients one step late, averaging them while "
+               "the next step computes");
   CLI11_PARSE(app, argc, argv);
 
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
   try {
-    if (!communicator.empty()) comm = rensa::mn::create_communicator(communicator, argc, argv);
+    if (!communicator.empty()) {
+      comm = rensa::mn::create_communicator(communicator, argc, argv,
+                                            {.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)});
+    }
     const bool multi = comm.valid();
     rensa::set_num_threads(threads);
     rensa::seed(seed);
@@ -65,7 +76,10 @@ int main(int argc, char** argv) {
 
     L::Classifier model(std::make_shared<MLP>(unit));
     std::unique_ptr<rensa::optimizers::Optimizer> optimizer = std::make_unique<rensa::optimizers::Adam>();
-    if (multi) optimizer = rensa::mn::create_multi_node_optimizer(std::move(optimizer), comm);
+    if (multi) {
+      optimizer = rensa::mn::create_multi_node_optimizer(
+          std::move(optimizer), comm, {.double_buffering = double_buffering, .overlap = !no_overlap});
+    }
     optimizer->setup(model);
 
     const uint64_t data_seed = seed + (multi ? static_cast<uint64_t>(comm.rank()) : 0);

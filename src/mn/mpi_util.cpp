@@ -1,5 +1,6 @@
 #include "src/mn/mpi_util.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "rensa/core/error.h"
 #include "rensa/core/half.h"
+#include "src/mn/half_convert.h"
 
 namespace rensa::mn::detail {
 namespace {
@@ -22,7 +24,14 @@ template <class T, class Combine>
 void reduce16(void* in, void* inout, int* len, Combine combine) {
   const T* a = static_cast<const T*>(in);
   T* b = static_cast<T*>(inout);
-  for (int i = 0; i < *len; ++i) b[i] = T(combine(static_cast<float>(a[i]), static_cast<float>(b[i])));
+  float fa[kConvertBlock], fb[kConvertBlock];
+  for (std::size_t lo = 0, n = static_cast<std::size_t>(*len); lo < n; lo += kConvertBlock) {
+    const std::size_t m = std::min(kConvertBlock, n - lo);
+    to_float(a + lo, fa, m);
+    to_float(b + lo, fb, m);
+    for (std::size_t i = 0; i < m; ++i) fb[i] = combine(fa[i], fb[i]);
+    from_float(fb, b + lo, m);
+  }
 }
 struct Add {
   float operator()(float a, float b) const { return a + b; }
@@ -131,7 +140,9 @@ void pack(const Array& src, void* dst, Dtype wire, double scale) {
       using C = pack_compute_t<G, W>;
       W* w = static_cast<W*>(dst);
       const C s = static_cast<C>(scale);
-      if (scale == 1.0) {
+      if constexpr (std::is_same_v<G, float> && (std::is_same_v<W, Half> || std::is_same_v<W, BFloat16>)) {
+        from_float(g, w, static_cast<std::size_t>(n), s);
+      } else if (scale == 1.0) {
         for (int64_t i = 0; i < n; ++i) w[i] = W(static_cast<C>(g[i]));
       } else {
         for (int64_t i = 0; i < n; ++i) w[i] = W(static_cast<C>(g[i]) * s);
@@ -147,7 +158,11 @@ void unpack(const void* src_data, Dtype wire, const Array& dst) {
     dispatch_floating(wire, "unpack", [&]<class W>() {
       using C = pack_compute_t<G, W>;
       const W* w = static_cast<const W*>(src_data);
-      for (int64_t i = 0; i < n; ++i) g[i] = G(static_cast<C>(w[i]));
+      if constexpr (std::is_same_v<G, float> && (std::is_same_v<W, Half> || std::is_same_v<W, BFloat16>)) {
+        to_float(w, g, static_cast<std::size_t>(n));
+      } else {
+        for (int64_t i = 0; i < n; ++i) g[i] = G(static_cast<C>(w[i]));
+      }
     });
   });
 }

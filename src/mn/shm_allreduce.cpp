@@ -15,11 +15,14 @@
 #include <vector>
 
 #include "rensa/core/half.h"
+#include "src/mn/half_convert.h"
 #include "src/mn/mpi_util.h"
 
 namespace rensa::mn::detail {
 namespace {
 constexpr std::size_t kSlotBytes = std::size_t{1} << 20;  // per rank and buffer: stays in cache
+// Chunks whose slots together hold at most this many bytes are reduced whole by every rank.
+constexpr std::size_t kWholeChunkBytes = std::size_t{64} << 10;
 // Control: one cache line of header, then one line per rank (its barrier count). Rounded to pages.
 std::size_t control_bytes(int ranks) { return (64 * (static_cast<std::size_t>(ranks) + 1) + 4095) / 4096 * 4096; }
 std::atomic<uint64_t> segment_counter{0};
@@ -134,13 +137,13 @@ struct AndOp {
   bool operator()(bool a, bool b) const { return a && b; }
 };
 
-// Reduces elements [lo, hi) of every slot, in rank order, into slot `own` (this rank's: no other
-// rank reads that range of it in this step). One pass per slot, so the loops vectorize; 16-bit floats
-// accumulate in float and round once.
+// Reduces elements [lo, hi) of every slot, in rank order, into `dest` (this rank's slot, whose
+// range no other rank reads in this step, or the output). One pass per slot, so the loops
+// vectorize; 16-bit floats accumulate in float and round once.
 template <class T, class Op>
-void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t hi, Op op) {
+void reduce_part(char* const* slots, int k, char* dest, std::size_t lo, std::size_t hi, Op op) {
   using C = compute_t<T>;
-  T* acc = reinterpret_cast<T*>(slots[own]);
+  T* acc = reinterpret_cast<T*>(dest);
   if constexpr (std::is_same_v<C, T>) {
     if (k == 2) {  // acc is one of the two slots: each element is read before it is written
       const T* first = reinterpret_cast<const T*>(slots[0]);
@@ -150,8 +153,22 @@ void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t
       return;
     }
   }
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    // Through float blocks on the stack, converted many at a time (the same values as one by one).
+    float acc_f[kConvertBlock], tmp_f[kConvertBlock];
+    for (std::size_t b = lo; b < hi; b += kConvertBlock) {
+      const std::size_t m = std::min(kConvertBlock, hi - b);
+      to_float(reinterpret_cast<const T*>(slots[0]) + b, acc_f, m);
+      for (int q = 1; q < k; ++q) {
+        to_float(reinterpret_cast<const T*>(slots[q]) + b, tmp_f, m);
+        for (std::size_t i = 0; i < m; ++i) acc_f[i] = op(acc_f[i], tmp_f[i]);
+      }
+      from_float(acc_f, acc + b, m);
+    }
+    return;
+  }
   {
-    // In a temporary: this rank's own slot must still hold its values when their turn comes.
+    // In a temporary: `dest` may be this rank's slot, which must still hold its values when their turn comes.
     using Slot = std::conditional_t<std::is_same_v<C, bool>, unsigned char, C>;  // no vector<bool>
     thread_local std::vector<Slot> tmp;
     tmp.resize(hi - lo);
@@ -167,24 +184,24 @@ void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t
 }
 
 template <class T>
-void reduce_part(char* const* slots, int k, int own, std::size_t lo, std::size_t hi, ReduceOp op) {
+void reduce_part(char* const* slots, int k, char* dest, std::size_t lo, std::size_t hi, ReduceOp op) {
   if constexpr (std::is_same_v<T, bool>) {
     if (op == ReduceOp::min) {
-      reduce_part<T>(slots, k, own, lo, hi, AndOp{});
+      reduce_part<T>(slots, k, dest, lo, hi, AndOp{});
     } else {
-      reduce_part<T>(slots, k, own, lo, hi, OrOp{});
+      reduce_part<T>(slots, k, dest, lo, hi, OrOp{});
     }
   } else {
     switch (op) {
       case ReduceOp::sum:
       case ReduceOp::mean:
-        reduce_part<T>(slots, k, own, lo, hi, SumOp{});
+        reduce_part<T>(slots, k, dest, lo, hi, SumOp{});
         break;
       case ReduceOp::max:
-        reduce_part<T>(slots, k, own, lo, hi, MaxOp{});
+        reduce_part<T>(slots, k, dest, lo, hi, MaxOp{});
         break;
       case ReduceOp::min:
-        reduce_part<T>(slots, k, own, lo, hi, MinOp{});
+        reduce_part<T>(slots, k, dest, lo, hi, MinOp{});
         break;
     }
   }
@@ -204,9 +221,19 @@ void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, 
     for (int q = 0; q < k; ++q) slots[static_cast<std::size_t>(q)] = buffer + static_cast<std::size_t>(q) * kSlotBytes;
     std::memcpy(slots[static_cast<std::size_t>(rank_)], src + off * isz, m * isz);
     barrier();  // every slot of this chunk is written
+    if (m * isz * static_cast<std::size_t>(k) <= kWholeChunkBytes) {
+      // A small chunk: every rank reduces all of it into its output, which costs less than the
+      // second barrier that sharing the work needs.
+      // The slots are safe until read: a rank writes this buffer again only after the next
+      // chunk's barrier, which waits for every rank to finish here.
+      dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, dst + off * isz, 0, m, op); });
+      continue;
+    }
     const std::size_t lo = m * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(k);
     const std::size_t hi = m * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(k);
-    dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, rank_, lo, hi, op); });
+    dispatch(dtype, [&]<class T>() {
+      reduce_part<T>(slots.data(), k, slots[static_cast<std::size_t>(rank_)], lo, hi, op);
+    });
     barrier();  // every rank's range is reduced, in that rank's slot
     // Each range from the slot of the rank that reduced it: the chunk is read from cache lines each
     // rank wrote itself, instead of every rank writing into one slot that all then read.
