@@ -8,7 +8,6 @@
 //   build/release/examples/train_cnn --arch cnn --epoch 20
 //   build/release/examples/train_cnn --arch resnet --epoch 30 --bn-population
 #include <CLI/CLI.hpp>
-#include <atomic>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -96,33 +95,6 @@ struct ResNet : rensa::Chain {
   using Link::forward;
 };
 
-// Random crop of a (C, 28, 28) image padded by `pad` zeros on each side, and a random horizontal
-// flip. Thread-safe: each call draws from its own counter-based stream.
-rensa::datasets::Example augment(rensa::datasets::Example ex, uint64_t seed, int64_t pad) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + counter.fetch_add(1) + 1;  // splitmix64
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  const int64_t span = 2 * pad + 1;
-  const int64_t dy = static_cast<int64_t>(z % span) - pad, dx = static_cast<int64_t>((z >> 16) % span) - pad;
-  const bool flip = (z >> 32) & 1;
-  const rensa::Shape shape = ex[0].shape();
-  const int64_t c = shape[0], h = shape[1], w = shape[2];
-  const std::vector<float> src = ex[0].to_vector<float>();
-  std::vector<float> dst(src.size(), 0.0f);
-  for (int64_t k = 0; k < c; ++k) {
-    for (int64_t i = 0; i < h; ++i) {
-      for (int64_t j = 0; j < w; ++j) {
-        const int64_t si = i + dy, sj = (flip ? w - 1 - j : j) + dx;
-        if (si >= 0 && si < h && sj >= 0 && sj < w) dst[(k * h + i) * w + j] = src[(k * h + si) * w + sj];
-      }
-    }
-  }
-  ex[0] = rensa::Array::from_vector(dst, shape).astype(ex[0].dtype());
-  return ex;
-}
-
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN or a ResNet on Fashion-MNIST (or MNIST-format files) with rensa"};
   int64_t epoch = 20, batchsize = 64, unit = 128, limit = 0;
@@ -160,8 +132,9 @@ int main(int argc, char** argv) {
     const bool resnet = arch == "resnet";
     rensa::datasets::DatasetPtr train_data = train;
     if (resnet) {
+      namespace T = rensa::datasets::transforms;
       train_data = std::make_shared<rensa::datasets::TransformDataset>(
-          train, [seed](rensa::datasets::Example ex) { return augment(std::move(ex), seed, 2); });
+          train, T::compose({T::RandomCrop({.pad = 2, .seed = seed}), T::RandomFlip({.seed = seed})}));
     }
 
     std::shared_ptr<rensa::Link> predictor;

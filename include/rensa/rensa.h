@@ -20,6 +20,7 @@
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/convolution.h"
 #include "rensa/functions/evaluation.h"
+#include "rensa/functions/image.h"
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/loss.h"
 #include "rensa/functions/noise.h"

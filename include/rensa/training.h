@@ -19,6 +19,7 @@
 #include "rensa/datasets/concat_examples.h"
 #include "rensa/datasets/concatenated_dataset.h"
 #include "rensa/datasets/dataset.h"
+#include "rensa/datasets/image_transforms.h"
 #include "rensa/datasets/mnist.h"
 #include "rensa/datasets/sub_dataset.h"
 #include "rensa/datasets/transform_dataset.h"

@@ -12,8 +12,9 @@ namespace rensa::datasets {
 
 /// Example `i` is transform(base->get_example(i)). The transform runs on every read (nothing is
 /// cached) and must be safe to call from several threads at once (MultithreadIterator does).
-/// A transform that draws random numbers should use its own Generator seeded from the example
-/// index: the default generator is per thread, so its numbers depend on which thread reads.
+/// A transform that draws random numbers should use its own thread-safe stream, such as
+/// transforms::RandomStream (image_transforms.h): the default generator is per thread, so its
+/// numbers would depend on which thread reads.
 class TransformDataset final : public Dataset {
  public:
   using Transform = std::function<Example(Example)>;
