@@ -1,7 +1,11 @@
-// Sum-allreduce bandwidth of float32 buffers among the ranks of one host: MPI_Allreduce against
-// rensa's shared-memory allreduce (what the communicators use within a host),
-// 1 KiB to 256 MiB. Bus bandwidth as NCCL's tests define it: bytes / time * 2 (n - 1) / n.
-//   mpirun -n 2 build/release/bench/bench_allreduce [--max-mib 256] [--seconds 0.3]
+// Sum-allreduce bandwidth of float32 buffers, 1 KiB to 256 MiB, MPI_Allreduce against rensa. Bus
+// bandwidth as NCCL's tests define it: bytes / time * 2 (n - 1) / n, with the float32 bytes.
+//   mpirun -n 2 build/release/bench/bench_allreduce [--max-mib 256] [--seconds 0.3] [--repeats 5]
+// compares with rensa's shared-memory allreduce (what the communicators use within a host; every
+// rank on one host);
+//   ... bench_allreduce --communicator hierarchical [--wire float16]
+// with gradient averaging (multi_node_mean_grad of one float32 parameter) through a communicator,
+// gradients travelling as `--wire` (any hosts, e.g. the simulated ones of scripts/netns-cluster).
 #include <mpi.h>
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "rensa/mn.h"
 #include "src/mn/shm_allreduce.h"
 
 namespace {
@@ -48,6 +53,40 @@ std::string human(std::size_t bytes) {
   return buf;
 }
 
+// MPI_Allreduce against multi_node_mean_grad through the communicator `name`, gradients on the
+// wire as `wire`.
+void run_communicator(const std::string& name, const std::string& wire, std::size_t max_mib, double seconds,
+                      int repeats) {
+  rensa::mn::Communicator comm =
+      rensa::mn::create_communicator(name, {.allreduce_grad_dtype = rensa::dtype_from_name(wire)});
+  const int size = comm.size();
+  const double factor = 2.0 * (size - 1) / size;
+  if (comm.rank() == 0) {
+    std::printf(
+        "float32 gradient averaging, %d ranks on %d hosts, %s communicator, %s on the wire; bus "
+        "bandwidth in GB/s (median of %d)\n",
+        size, comm.inter_size(), name.c_str(), wire.c_str(), repeats);
+    std::printf("%10s %16s %16s %8s\n", "size", "MPI_Allreduce", "rensa", "ratio");
+  }
+  for (std::size_t bytes = 1024; bytes <= (max_mib << 20); bytes *= 4) {
+    const auto n = static_cast<int64_t>(bytes / sizeof(float));
+    std::vector<float> buf(static_cast<std::size_t>(n), 1.0f);
+    const double t_mpi = time_call(
+        [&] { MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
+        seconds, repeats);
+    rensa::Link link;
+    rensa::Variable p = link.add_param("p", rensa::Array::zeros({n}, rensa::Dtype::float32));
+    p.set_grad(rensa::Array::full({n}, 1.0 + comm.rank(), rensa::Dtype::float32));
+    const double t_rensa = time_call([&] { comm.multi_node_mean_grad(link); }, seconds, repeats);
+    if (comm.rank() == 0) {
+      const double bw_mpi = static_cast<double>(bytes) / t_mpi * factor / 1e9;
+      const double bw_rensa = static_cast<double>(bytes) / t_rensa * factor / 1e9;
+      std::printf("%10s %16.2f %16.2f %8.2f\n", human(bytes).c_str(), bw_mpi, bw_rensa, bw_rensa / bw_mpi);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +101,16 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--max-mib")) max_mib = std::strtoul(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--seconds")) seconds = std::strtod(argv[i + 1], nullptr);
     if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
+  }
+  std::string communicator, wire = "float32";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--communicator")) communicator = argv[i + 1];
+    if (!std::strcmp(argv[i], "--wire")) wire = argv[i + 1];
+  }
+  if (!communicator.empty()) {
+    run_communicator(communicator, wire, max_mib, seconds, repeats);
+    MPI_Finalize();
+    return 0;
   }
   MPI_Comm intra;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &intra);
@@ -89,11 +138,16 @@ int main(int argc, char** argv) {
           [&] { MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); },
           seconds, repeats);
       std::fill(buf.begin(), buf.end(), 1.0f + static_cast<float>(rank));
-      const double t_shm =
-          time_call([&] { shm.allreduce(buf.data(), buf.data(), static_cast<int64_t>(n), rensa::Dtype::float32, rensa::mn::ReduceOp::sum); }, seconds, repeats);
+      const double t_shm = time_call(
+          [&] {
+            shm.allreduce(buf.data(), buf.data(), static_cast<int64_t>(n), rensa::Dtype::float32,
+                          rensa::mn::ReduceOp::sum);
+          },
+          seconds, repeats);
       // Check the result once: ones plus twos ... summed, then summed again by each later call.
       std::vector<float> check(n, 1.0f + static_cast<float>(rank));
-      shm.allreduce(check.data(), check.data(), static_cast<int64_t>(n), rensa::Dtype::float32, rensa::mn::ReduceOp::sum);
+      shm.allreduce(check.data(), check.data(), static_cast<int64_t>(n), rensa::Dtype::float32,
+                    rensa::mn::ReduceOp::sum);
       const float expected = static_cast<float>(size * (size + 1) / 2);
       if (check.front() != expected || check.back() != expected) {
         std::fprintf(stderr, "bench_allreduce: rank %d: wrong sum %g (expected %g)\n", rank, check.back(), expected);

@@ -2,10 +2,13 @@
 // through mean, sub, mul and pow, so double backprop works without a dedicated node).
 #include "rensa/functions/normalization.h"
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
+#include "rensa/functions/convolution.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
 
@@ -58,6 +61,50 @@ Variable scale_shift(Variable xhat, const Variable& gamma, const Variable& beta,
   return xhat;
 }
 
+// The reducer's result for `partial`, checked: a bad one would otherwise surface as a confusing
+// error in the arithmetic that follows.
+Variable reduce_partial(const char* op, const BatchNormOptions& options, const Variable& partial) {
+  Variable total = options.allreduce_sum(partial);
+  RENSA_CHECK(
+      !total.is_null() && total.shape() == partial.shape() && total.dtype() == partial.dtype(), ValueError, op,
+      ": allreduce_sum returned ",
+      total.is_null() ? std::string("a null variable") : ::rensa::detail::concat(total.shape(), " ", total.dtype()),
+      " for partial sums ", partial.shape(), " ", partial.dtype());
+  return total;
+}
+
+// Batch normalization with the statistics over every worker's batch: per-channel sums reduced by
+// options.allreduce_sum in two passes (the mean, then the squared deviations from it), which keeps
+// the variance as accurate as the single-process one. Differentiable through the reducer.
+BatchNormResult batch_normalization_over_workers(const char* op, const Variable& x, const Variable& gamma,
+                                                 const Variable& beta, const BatchNormOptions& options,
+                                                 const Shape& axes, const ParamShapes& ps, int64_t m) {
+  // 16-bit sums of a large batch overflow: the statistics are taken in float32.
+  const bool half = x.dtype() == Dtype::float16 || x.dtype() == Dtype::bfloat16;
+  const Variable xs = half ? cast(x, Dtype::float32) : x;
+  const int64_t p = ps.param.numel();
+  // Pass 1: the sums of x with the element count appended, in one reduction.
+  const Variable count(Array::full({1}, static_cast<double>(m), xs.dtype(), xs.device()));
+  const Variable first = reduce_partial(op, options, concat({reshape(sum(xs, axes), {p}), count}, 0));
+  const std::vector<Variable> parts = split_axis(first, std::vector<int64_t>{p}, 0);
+  const double total = std::round(parts[1].array().to(Device::cpu()).item<double>());
+  RENSA_CHECK(total > 0.0, ValueError, op, ": the reduced axes of x ", x.shape(),
+              " hold no element on any worker (elements over all workers: ", total, ")");
+  const Variable mu = reshape(mul(parts[0], 1.0 / total), ps.kept);
+  // Pass 2: the squared deviations from the global mean.
+  const Variable xc = sub(xs, mu);
+  const Variable second = reduce_partial(op, options, reshape(sum(square(xc), axes), {p}));
+  const Variable var = reshape(mul(second, 1.0 / total), ps.kept);
+  Variable xhat = mul(xc, pow(add(var, options.eps), -0.5));
+  if (half) xhat = cast(xhat, x.dtype());
+  BatchNormResult r;
+  r.y = scale_shift(xhat, gamma, beta, ps.kept);
+  r.mean = mu.array().reshape(ps.param).astype(x.dtype());
+  r.var = var.array().reshape(ps.param).astype(x.dtype());
+  r.count = static_cast<int64_t>(total);
+  return r;
+}
+
 }  // namespace
 
 BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
@@ -69,6 +116,7 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
   check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);
   int64_t m = 1;
   for (int64_t a : axes) m *= x.shape()[static_cast<std::size_t>(a)];
+  if (options.allreduce_sum) return batch_normalization_over_workers(op, x, gamma, beta, options, axes, ps, m);
   RENSA_CHECK(m > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
   const Variable mu = mean(x, axes, true);
   const Variable xc = sub(x, mu);
@@ -78,6 +126,7 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
   r.y = scale_shift(xhat, gamma, beta, ps.kept);
   r.mean = mu.array().reshape(ps.param);
   r.var = var.array().reshape(ps.param);
+  r.count = m;
   return r;
 }
 
@@ -109,6 +158,30 @@ Variable layer_normalization(const Variable& x, const Variable& gamma, const Var
   if (!gamma.is_null()) y = mul(y, gamma);  // (D,) broadcasts along the last axis
   if (!beta.is_null()) y = add(y, beta);
   return y;
+}
+
+Variable local_response_normalization(const Variable& x, int64_t n, double k, double alpha, double beta) {
+  constexpr const char* op = "local_response_normalization";
+  detail::check_floating(op, x);
+  RENSA_CHECK(x.ndim() >= 2, ShapeError, op, ": x ", x.shape(), " must have at least 2 dimensions (N, C, ...)");
+  RENSA_CHECK(n >= 1, ValueError, op, ": n must be at least 1, got ", n, " (x ", x.shape(), ")");
+  RENSA_CHECK(std::isfinite(k) && k > 0.0, ValueError, op, ": k must be positive, got ", k);
+  RENSA_CHECK(std::isfinite(alpha) && alpha >= 0.0, ValueError, op, ": alpha must be at least 0, got ", alpha);
+  RENSA_CHECK(std::isfinite(beta) && beta >= 0.0, ValueError, op, ": beta must be at least 0, got ", beta);
+  const int64_t half = n / 2, window = 2 * half + 1;
+  const Variable x2 = square(x);
+  // The windowed sum over channels is an average pooling of x2 viewed as (N, 1, C, rest) with a
+  // (window, 1) kernel and zero padding: one pass, and its backward is differentiable again.
+  // alpha * sum = (alpha * window) * average.
+  Variable s = x2;
+  double scale = alpha;
+  if (half > 0 && x.size() > 0) {
+    const int64_t N = x.shape()[0], C = x.shape()[1];
+    const Variable planes = reshape(x2, {N, 1, C, x.size() / (N * C)});
+    s = reshape(average_pooling_2d(planes, Int2(window, 1), Int2(1, 1), Int2(half, 0)), x.shape());
+    scale = alpha * static_cast<double>(window);
+  }
+  return mul(x, pow(add(mul(s, scale), k), -beta));
 }
 
 }  // namespace rensa::functions

@@ -1,7 +1,6 @@
 // BatchNormalization (running or population statistics) and LayerNormalization layers.
 #include "rensa/links/normalization.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "rensa/core/config.h"
@@ -44,7 +43,9 @@ Variable BatchNormalization::forward(const Variable& x) {
     return F::fixed_batch_normalization(x, gamma_, beta_, Variable(mean.astype(x.dtype())),
                                         Variable(var.astype(x.dtype())), {options_.eps});
   }
-  F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, {options_.eps});
+  F::BatchNormOptions bn_options{options_.eps};
+  bn_options.allreduce_sum = allreduce_sum_;
+  F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, bn_options);
   double decay = options_.decay;
   if (finetune_) {
     Array& n = persistent("N");
@@ -52,8 +53,8 @@ Variable BatchNormalization::forward(const Variable& x) {
     n.fill(static_cast<double>(count));
     decay = 1.0 - 1.0 / static_cast<double>(count);
   }
-  // The running variance is unbiased: m / (m - 1) times the batch's.
-  const int64_t m = x.size() / std::max<int64_t>(size_, 1);
+  // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch).
+  const int64_t m = r.count;
   const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
   {
     auto guard = no_backprop_mode();

@@ -1,13 +1,17 @@
 #include "src/mn/half_convert.h"
 
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RENSA_X86 1
+#endif
 
 namespace rensa::mn::detail {
 namespace {
 
+#ifdef RENSA_X86
 bool has_f16c() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   return yes;
@@ -51,7 +55,8 @@ __attribute__((target("avx2"))) void float_to_bf16_avx2(const float* in, BFloat1
   for (; i + 8 <= n; i += 8) {
     const __m256i x = _mm256_castps_si256(_mm256_mul_ps(_mm256_loadu_ps(in + i), s));
     // Round to nearest even: add 0x7fff plus the lowest kept bit; NaN: keep it quiet instead.
-    const __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(x, 16), one)));
+    const __m256i rounded =
+        _mm256_add_epi32(x, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(x, 16), one)));
     const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
     const __m256i r = _mm256_blendv_epi8(rounded, _mm256_or_si256(x, quiet), nan);
     // The upper 16 bits of each lane, packed: shift down, then pack with unsigned saturation (exact
@@ -62,6 +67,15 @@ __attribute__((target("avx2"))) void float_to_bf16_avx2(const float* in, BFloat1
   }
   for (; i < n; ++i) out[i] = BFloat16(in[i] * scale);
 }
+#else
+bool has_f16c() {
+  return false;
+}
+void half_to_float_f16c(const Half*, float*, std::size_t) {}
+void float_to_half_f16c(const float*, Half*, std::size_t, float) {}
+void bf16_to_float_avx2(const BFloat16*, float*, std::size_t) {}
+void float_to_bf16_avx2(const float*, BFloat16*, std::size_t, float) {}
+#endif
 
 }  // namespace
 

@@ -1,14 +1,16 @@
 #include "src/mn/shm_allreduce.h"
 
 #include <fcntl.h>
-#include <sched.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -24,7 +26,9 @@ constexpr std::size_t kSlotBytes = std::size_t{1} << 20;  // per rank and buffer
 // Chunks whose slots together hold at most this many bytes are reduced whole by every rank.
 constexpr std::size_t kWholeChunkBytes = std::size_t{64} << 10;
 // Control: one cache line of header, then one line per rank (its barrier count). Rounded to pages.
-std::size_t control_bytes(int ranks) { return (64 * (static_cast<std::size_t>(ranks) + 1) + 4095) / 4096 * 4096; }
+std::size_t control_bytes(int ranks) {
+  return (64 * (static_cast<std::size_t>(ranks) + 1) + 4095) / 4096 * 4096;
+}
 std::atomic<uint64_t> segment_counter{0};
 }  // namespace
 
@@ -32,6 +36,34 @@ std::atomic<uint64_t> segment_counter{0};
 struct ShmAllreduce::Control {
   uint64_t token;
 };
+
+// A rank's line: how many barriers it has reached (mod 2^32), and how many ranks sleep waiting
+// for that count to move. Futexes on a shared mapping work across processes.
+struct ShmAllreduce::Arrival {
+  std::atomic<uint32_t> count{0};
+  std::atomic<uint32_t> sleepers{0};
+  char pad[56];
+};
+static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free);
+
+namespace {
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected) {
+  timespec limit{0, 50'000'000};  // wake up now and then regardless: a lost wake-up cannot hang
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &limit, nullptr, 0);
+}
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+// Whether count `c` has reached `g`, modulo 2^32.
+bool reached(uint32_t c, uint32_t g) {
+  return static_cast<int32_t>(c - g) >= 0;
+}
+}  // namespace
 
 ShmAllreduce::~ShmAllreduce() {
   if (control_ != nullptr) munmap(control_, mapped_bytes_);
@@ -60,9 +92,7 @@ bool ShmAllreduce::init(MPI_Comm comm) {
     }
     if (info[0]) {
       auto* c = new (p) Control();
-      for (int r = 0; r < size_; ++r) {
-        new (static_cast<char*>(p) + 64 * (static_cast<std::size_t>(r) + 1)) std::atomic<uint64_t>(0);
-      }
+      for (int r = 0; r < size_; ++r) new (static_cast<char*>(p) + 64 * (static_cast<std::size_t>(r) + 1)) Arrival();
       c->token = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
                  (static_cast<uint64_t>(getpid()) << 32) ^ segment_counter.fetch_add(1);
       info[1] = getpid();
@@ -94,21 +124,35 @@ bool ShmAllreduce::init(MPI_Comm comm) {
   }
   control_ = static_cast<Control*>(p);
   slots_ = static_cast<char*>(p) + control_bytes(size_);
-  arrived_ = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(p) + 64);
+  arrived_ = reinterpret_cast<Arrival*>(static_cast<char*>(p) + 64);
   return true;
 }
 
 // Each rank publishes how many barriers it has reached on its own cache line and waits until every
-// rank has reached as many (no read-modify-write on a shared line). Spins briefly, then yields:
-// ranks may outnumber cores.
+// rank has reached as many (no read-modify-write on a shared line). It spins briefly, then sleeps
+// on the futex of the rank it waits for: ranks may outnumber cores, or share them with other work
+// (the training thread of their own process, say), and a spinning waiter would slow the very rank
+// it waits for. The sleeper count is written before the count is read again, and the count before
+// the sleeper count is read (both sequentially consistent), so a wake-up is never missed.
 void ShmAllreduce::barrier() {
-  ++generation_;
-  arrived_[8 * rank_].store(generation_, std::memory_order_release);
+  const uint32_t g = ++generation_;
+  Arrival& mine = arrived_[rank_];
+  mine.count.store(g, std::memory_order_seq_cst);
+  if (mine.sleepers.load(std::memory_order_seq_cst) != 0) futex_wake(&mine.count);
   for (int q = 0; q < size_; ++q) {
-    for (int spins = 0; arrived_[8 * q].load(std::memory_order_acquire) < generation_; ++spins) {
-      if (spins > 256) sched_yield();
+    Arrival& peer = arrived_[q];
+    for (int spins = 0; !reached(peer.count.load(std::memory_order_acquire), g); ++spins) {
+      if (spins < 2000) {
+        cpu_relax();
+        continue;
+      }
+      peer.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      for (uint32_t c; !reached(c = peer.count.load(std::memory_order_seq_cst), g);) futex_wait(&peer.count, c);
+      peer.sleepers.fetch_sub(1, std::memory_order_relaxed);
+      break;
     }
   }
+  std::atomic_thread_fence(std::memory_order_acquire);
 }
 
 namespace {
@@ -231,9 +275,8 @@ void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, 
     }
     const std::size_t lo = m * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(k);
     const std::size_t hi = m * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(k);
-    dispatch(dtype, [&]<class T>() {
-      reduce_part<T>(slots.data(), k, slots[static_cast<std::size_t>(rank_)], lo, hi, op);
-    });
+    dispatch(dtype,
+             [&]<class T>() { reduce_part<T>(slots.data(), k, slots[static_cast<std::size_t>(rank_)], lo, hi, op); });
     barrier();  // every rank's range is reduced, in that rank's slot
     // Each range from the slot of the rank that reduced it: the chunk is read from cache lines each
     // rank wrote itself, instead of every rank writing into one slot that all then read.

@@ -3,7 +3,8 @@
 // of its data into its slot, reduces its 1/k of the chunk over every slot into its own slot (in rank
 // order, accumulating in compute_t, so every rank gets bitwise the same result), and copies each
 // 1/k back from the slot of the rank that reduced it. Two barriers per chunk (per-rank counters on
-// their own cache lines), double-buffered slots. Much faster than MPI_Allreduce over Open MPI's
+// their own cache lines; a rank that waits long sleeps on a futex, so it leaves its core to the
+// rank it waits for), double-buffered slots. Much faster than MPI_Allreduce over Open MPI's
 // shared-memory transport for large arrays, which copies every message through FIFOs.
 #include <mpi.h>
 
@@ -39,8 +40,9 @@ class ShmAllreduce {
   char* slots_ = nullptr;  // 2 buffers x k slots x kSlotBytes
   std::size_t mapped_bytes_ = 0;
   int rank_ = 0, size_ = 1;
-  std::atomic<uint64_t>* arrived_ = nullptr;  // rank r's barrier count at arrived_[8 * r]
-  uint64_t generation_ = 0;
+  struct Arrival;
+  Arrival* arrived_ = nullptr;  // rank r's barrier count and sleepers, on a cache line of its own
+  uint32_t generation_ = 0;     // barriers passed (mod 2^32)
   uint64_t chunks_ = 0;
 };
 

@@ -1,9 +1,13 @@
 #pragma once
 /// \file
-/// Normalization functions: batch normalization (batch statistics or fixed ones) and layer
-/// normalization. They are composites of differentiable functions, so they are differentiable
-/// twice (and more). All inputs must share one floating dtype and device (DtypeError /
-/// DeviceError otherwise); ShapeError names the function and every shape; ValueError for eps <= 0.
+/// Normalization functions: batch normalization (batch statistics or fixed ones), layer
+/// normalization and local response normalization. They are composites of differentiable
+/// functions, so they are differentiable twice (and more). All inputs must share one floating
+/// dtype and device (DtypeError / DeviceError otherwise); ShapeError names the function and every
+/// shape; ValueError for eps <= 0.
+
+#include <cstdint>
+#include <functional>
 
 #include "rensa/core/array.h"
 #include "rensa/core/variable.h"
@@ -17,20 +21,33 @@ struct BatchNormOptions {
   /// The axes the statistics are taken over; empty means every axis but axis 1 (the channels of
   /// (N, C) or (N, C, H, W)). gamma, beta, mean and var have x's shape without these axes.
   Shape axes = {};
+  /// batch_normalization only: null takes the statistics over this x alone. Otherwise the statistics
+  /// are over the batches of every worker (synchronized / multi-node batch normalization, exact for
+  /// unequal batches): the function passes its per-channel partial sums, a 1-d Variable of the
+  /// statistics dtype (x's; float32 for float16 / bfloat16 x), to this callable, which must return
+  /// their elementwise sum over the workers, same shape and dtype, differentiably (its backward sums
+  /// the gradients over the workers). It is called twice per call, in the same order on every
+  /// worker: on the sums of x with the element count appended, then on the sums of squared
+  /// deviations from the global mean. rensa::mn installs one that allreduces over a communicator.
+  std::function<Variable(const Variable&)> allreduce_sum = nullptr;
 };
 
 /// What batch_normalization gives: the output and the batch statistics it used (shaped as gamma),
-/// for a link to update its running averages. `var` is the biased (population) variance of the batch.
+/// for a link to update its running averages. `var` is the biased (population) variance of the batch;
+/// `count` the number of elements each statistic is taken over (over every worker with
+/// allreduce_sum), for the unbiased variance var * count / (count - 1).
 struct BatchNormResult {
   Variable y;
   Array mean;
   Array var;
+  int64_t count = 0;
 };
 
 /// Training-mode batch normalization: y = gamma (x - mean) / sqrt(var + eps) + beta, with mean and
 /// the biased var taken over options.axes of x. gamma or beta null stand for ones or zeros.
 /// ShapeError when x has fewer than 2 dimensions or gamma / beta do not have x's shape without the
-/// reduced axes; ValueError when the reduced axes hold no element.
+/// reduced axes; ValueError when the reduced axes hold no element (with allreduce_sum: on no
+/// worker; a worker's x may be empty), or when allreduce_sum returns a different shape or dtype.
 BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
                                     const BatchNormOptions& options = {});
 
@@ -44,5 +61,16 @@ Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, con
 /// and biased var of each row; gamma and beta have shape (D,) for x (..., D) (null: ones or zeros).
 /// ShapeError when x is 0-d or gamma / beta are not (D,).
 Variable layer_normalization(const Variable& x, const Variable& gamma, const Variable& beta, double eps = 1e-5);
+
+/// Local response normalization across channels (Chainer's local_response_normalization, as in
+/// AlexNet): for x (N, C, ...), y[:, c] = x[:, c] / (k + alpha * s[:, c]) ** beta with
+/// s[:, c] = sum of x[:, c'] ** 2 over the channels c' from c - n / 2 to c + n / 2 (integer
+/// division; clipped at the edges), i.e. a window of n channels for odd n and n + 1 for even n, as
+/// Chainer's cpu code. y has x's shape. ValueError when n < 1, k <= 0, alpha < 0 or beta < 0 (or
+/// one of them is not finite): with k > 0 and alpha >= 0 the base of the power is at least k, so y
+/// and its gradients are defined everywhere. ShapeError when x has fewer than 2 dimensions;
+/// DtypeError when x is not floating.
+Variable local_response_normalization(const Variable& x, int64_t n = 5, double k = 2.0, double alpha = 1e-4,
+                                      double beta = 0.75);
 
 }  // namespace rensa::functions

@@ -5,6 +5,8 @@
 /// of every batch normalization in a model by population statistics over one pass of data.
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "rensa/functions/normalization.h"
 #include "rensa/iterators/iterator.h"
@@ -49,6 +51,15 @@ class BatchNormalization : public Link {
   /// Resets N to 0 (Chainer's start_finetuning): the next finetune forward replaces the averages.
   void start_finetuning();
 
+  /// Takes the training-mode statistics over the batches of every worker through `allreduce_sum`
+  /// (see functions::BatchNormOptions::allreduce_sum; null: this batch alone). The running variance
+  /// is then unbiased with the element count over all workers. Test mode never calls it.
+  /// rensa::mn::MultiNodeBatchNormalization and convert_batch_normalization install one.
+  void set_allreduce_sum(std::function<Variable(const Variable&)> allreduce_sum) {
+    allreduce_sum_ = std::move(allreduce_sum);
+  }
+  const std::function<Variable(const Variable&)>& allreduce_sum() const { return allreduce_sum_; }
+
   /// gamma, or a null Variable without use_gamma.
   const Variable& gamma() const { return gamma_; }
   /// beta, or a null Variable without use_beta.
@@ -63,6 +74,7 @@ class BatchNormalization : public Link {
   BatchNormalizationOptions options_;
   bool finetune_;
   Variable gamma_, beta_;
+  std::function<Variable(const Variable&)> allreduce_sum_;
 };
 
 /// Layer normalization over the last axis: gamma (ones) and beta (zeros) of shape (size,);

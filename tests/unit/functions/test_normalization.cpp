@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/test_util.h"
@@ -60,6 +63,34 @@ rensa::testing::CheckOptions opts() {
   o.atol = 1e-6;
   o.rtol = 1e-4;
   return o;
+}
+
+TestFunction lrn_fn(int64_t n = 5, double k = 2.0, double alpha = 1e-4, double beta = 0.75) {
+  return [=](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::local_response_normalization(v[0], n, k, alpha, beta)};
+  };
+}
+
+// Local response normalization by direct loops over (N, C, rest), with Chainer's window
+// c - n / 2 .. c + n / 2 clipped to the channels.
+std::vector<double> lrn_loop(const Array& x, int64_t n, double k, double alpha, double beta) {
+  const std::vector<double> v = x.to_vector<double>();
+  const int64_t N = x.shape()[0], C = x.shape()[1], R = x.size() / std::max<int64_t>(N * C, 1);
+  std::vector<double> y(v.size());
+  for (int64_t b = 0; b < N; ++b) {
+    for (int64_t c = 0; c < C; ++c) {
+      for (int64_t r = 0; r < R; ++r) {
+        double s = 0.0;
+        for (int64_t d = std::max<int64_t>(0, c - n / 2); d <= std::min(C - 1, c + n / 2); ++d) {
+          const double e = v[static_cast<std::size_t>((b * C + d) * R + r)];
+          s += e * e;
+        }
+        const auto i = static_cast<std::size_t>((b * C + c) * R + r);
+        y[i] = v[i] / std::pow(k + alpha * s, beta);
+      }
+    }
+  }
+  return y;
 }
 
 }  // namespace
@@ -203,6 +234,146 @@ TEST(LayerNormalizationGrad, ContiguousNoncontiguousDouble) {
   check_backward(ln_fn(), empty, {}, opts());
 }
 
+// ---- statistics over several workers (allreduce_sum) --------------------------------------------
+
+namespace {
+
+// An allreduce_sum for one worker (the sum over workers is the partial sum itself), counting calls.
+std::function<Variable(const Variable&)> identity_reducer(int* calls = nullptr) {
+  return [calls](const Variable& v) {
+    if (calls != nullptr) ++*calls;
+    return v;
+  };
+}
+
+F::BatchNormOptions one_worker(F::BatchNormOptions o = {}) {
+  o.allreduce_sum = identity_reducer();
+  return o;
+}
+
+}  // namespace
+
+TEST(BatchNormalizationOverWorkers, OneWorkerEqualsLocal) {
+  for (const auto& [shape, axes] :
+       std::vector<std::pair<Shape, Shape>>{{{5, 3}, {}}, {{3, 2, 3, 2}, {}}, {{4, 2, 3}, {0}}}) {
+    Array x = randn(shape, Dtype::float64, 50);
+    const F::BatchNormOptions local{1e-5, axes};
+    const Shape param = F::batch_normalization(Variable(x), Variable(), Variable(), local).mean.shape();
+    Variable g(randn(param, Dtype::float64, 51)), b(randn(param, Dtype::float64, 52));
+    int calls = 0;
+    F::BatchNormOptions o = local;
+    o.allreduce_sum = identity_reducer(&calls);
+    auto r = F::batch_normalization(Variable(x), g, b, o);
+    auto e = F::batch_normalization(Variable(x), g, b, local);
+    EXPECT_EQ(calls, 2) << shape;
+    EXPECT_EQ(r.count, e.count) << shape;
+    EXPECT_EQ(r.count, x.size() / param.numel()) << shape;
+    EXPECT_TRUE(allclose(r.y.array(), e.y.array(), 1e-12, 1e-12)) << shape;
+    EXPECT_TRUE(allclose(r.mean, e.mean, 1e-12, 1e-14)) << shape;
+    EXPECT_TRUE(allclose(r.var, e.var, 1e-12, 1e-14)) << shape;
+  }
+  // 16-bit inputs: statistics in float32, outputs in the input dtype.
+  Array h = randn({64, 4}, Dtype::float32, 53).astype(Dtype::float16);
+  auto r = F::batch_normalization(Variable(h), Variable(), Variable(), one_worker());
+  auto e = F::batch_normalization(Variable(h), Variable(), Variable());
+  EXPECT_EQ(r.y.dtype(), Dtype::float16);
+  EXPECT_EQ(r.mean.dtype(), Dtype::float16);
+  EXPECT_TRUE(allclose(r.y.array().astype(Dtype::float32), e.y.array().astype(Dtype::float32), 1e-2, 1e-2));
+  EXPECT_TRUE(allclose(r.var.astype(Dtype::float32), e.var.astype(Dtype::float32), 1e-2, 1e-3));
+}
+
+TEST(BatchNormalizationOverWorkers, VirtualSecondWorkerWithUnequalBatch) {
+  // A reducer that adds the partial sums of a second worker holding `other` (computed from the
+  // global mean of the first reduction): the result is batch normalization of both batches together.
+  const Array other = randn({5, 3}, Dtype::float64, 54);
+  Variable g(randn({3}, Dtype::float64, 55)), b(randn({3}, Dtype::float64, 56));
+  for (int64_t n : {2, 0}) {
+    const Array x = randn({n, 3}, Dtype::float64, 57);
+    int calls = 0;
+    Array global_mean;
+    F::BatchNormOptions o;
+    o.allreduce_sum = [&](const Variable& partial) {
+      ++calls;
+      Array theirs;
+      if (calls == 1) {
+        theirs = F::concat({F::sum(Variable(other), {0}), Variable(Array::full({1}, 5.0, Dtype::float64))}, 0).array();
+        const auto total =
+            F::split_axis(F::add(Variable(partial.array()), Variable(theirs)), std::vector<int64_t>{3}, 0);
+        global_mean = F::div(total[0], total[1]).array();
+      } else {
+        theirs = F::sum(F::square(F::sub(Variable(other), Variable(global_mean))), {0}).array();
+      }
+      return F::add(partial, Variable(theirs));
+    };
+    auto r = F::batch_normalization(Variable(x), g, b, o);
+    auto e = F::batch_normalization(Variable(F::concat({Variable(x), Variable(other)}, 0).array()), g, b);
+    EXPECT_EQ(calls, 2);
+    EXPECT_EQ(r.count, n + 5);
+    ASSERT_EQ(r.y.shape(), x.shape());
+    EXPECT_TRUE(allclose(r.y.array(), e.y.array().slice(0, 0, n), 1e-12, 1e-12)) << n;
+    EXPECT_TRUE(allclose(r.mean, e.mean, 1e-12, 1e-14)) << n;
+    EXPECT_TRUE(allclose(r.var, e.var, 1e-12, 1e-14)) << n;
+  }
+}
+
+TEST(BatchNormalizationOverWorkersGrad, OneWorkerSingleAndDouble) {
+  for (const Shape& s : {Shape{5, 3}, Shape{3, 2, 3, 2}}) {
+    std::vector<Array> in{randn(s, Dtype::float64, 58), randu({s[1]}, 0.5, 1.5, Dtype::float64, 59),
+                          randn({s[1]}, Dtype::float64, 60)};
+    check_backward(bn_fn(one_worker()), in, {}, opts());
+    check_backward(bn_fn(one_worker()), noncontig(in), {}, opts());
+    check_double_backward(bn_fn(one_worker()), in, {randn(s, Dtype::float64, 61)}, {}, opts());
+  }
+  std::vector<Array> in{randn({4, 2, 3}, Dtype::float64, 62), randn({2, 3}, Dtype::float64, 63),
+                        randn({2, 3}, Dtype::float64, 64)};
+  check_backward(bn_fn(one_worker({1e-5, {0}})), in, {}, opts());
+  // The gradients equal those of the local function.
+  Array gy = randn({4, 2, 3}, Dtype::float64, 65);
+  auto grads_of = [&](const F::BatchNormOptions& o) {
+    std::vector<Variable> v;
+    for (const Array& a : in) v.emplace_back(a, true);
+    Variable y = F::batch_normalization(v[0], v[1], v[2], o).y;
+    return grad({y}, v, {Variable(gy)});
+  };
+  const auto mine = grads_of(one_worker({1e-5, {0}})), local = grads_of({1e-5, {0}});
+  for (std::size_t i = 0; i < mine.size(); ++i) EXPECT_TRUE(allclose(mine[i].array(), local[i].array(), 1e-10, 1e-12));
+}
+
+TEST(BatchNormalizationOverWorkersBackends, CpuMatchesReference) {
+  std::vector<Array> in{randn({64, 16, 6, 6}, Dtype::float32, 66), randn({16}, Dtype::float32, 67),
+                        randn({16}, Dtype::float32, 68)};
+  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), in, 1e-4, 1e-4);
+  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), noncontig(in), 1e-4, 1e-4);
+}
+
+TEST(BatchNormalizationOverWorkersErrors, EmptyEverywhereAndBadReducer) {
+  Variable g3(randn({3}));
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(Array::zeros({0, 3}, Dtype::float64)), g3, g3, one_worker());
+      },
+      {"batch_normalization", "(0, 3)", "no element on any worker"});
+  F::BatchNormOptions o;
+  o.allreduce_sum = [](const Variable& v) { return F::concat({v, v}, 0); };
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(randn({4, 3})), g3, g3, o);
+      },
+      {"batch_normalization", "allreduce_sum", "(8,)", "(4,)"});
+  o.allreduce_sum = [](const Variable& v) { return F::cast(v, Dtype::float32); };
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(randn({4, 3})), g3, g3, o);
+      },
+      {"batch_normalization", "allreduce_sum", "float32", "float64"});
+  o.allreduce_sum = [](const Variable&) { return Variable(); };
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(randn({4, 3})), g3, g3, o);
+      },
+      {"batch_normalization", "allreduce_sum", "null"});
+}
+
 // ---- backends -----------------------------------------------------------------------------------
 
 TEST(NormalizationBackends, CpuMatchesReference) {
@@ -255,6 +426,85 @@ TEST(NormalizationErrors, ShapesDtypesValues) {
         F::layer_normalization(Variable(Array::zeros({2, 2}, Dtype::int64)), Variable(), Variable());
       },
       {"layer_normalization"});
+}
+
+// ---- local response normalization -----------------------------------------------------------------
+
+TEST(LocalResponseNormalization, MatchesLoop) {
+  struct Case {
+    Shape shape;
+    int64_t n;
+    double k, alpha, beta;
+  };
+  const std::vector<Case> cases{
+      {{2, 7, 3, 4}, 5, 2.0, 1e-4, 0.75},  // Chainer's defaults
+      {{2, 7, 3, 4}, 3, 1.0, 0.5, 0.75},   // a strong normalization
+      {{3, 6, 5}, 4, 1.5, 0.3, 0.5},       // even n: a window of n + 1 channels
+      {{2, 3, 2, 2}, 7, 1.0, 0.2, 1.0},    // C < n: every window clipped
+      {{4, 5}, 1, 1.0, 0.7, 2.0},          // n = 1: x alone
+      {{2, 4, 1, 1}, 2, 0.5, 1.0, 0.25},   // 1x1 images
+  };
+  for (const Case& c : cases) {
+    const Array x = randn(c.shape, Dtype::float64, 50);
+    const Variable y = F::local_response_normalization(Variable(x), c.n, c.k, c.alpha, c.beta);
+    ASSERT_EQ(y.shape(), c.shape);
+    const auto got = y.array().to_vector<double>();
+    const auto want = lrn_loop(x, c.n, c.k, c.alpha, c.beta);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-12) << c.shape << " n " << c.n << " element " << i;
+    }
+  }
+  // By hand: x = (1, 2, 3) over 3 channels, n = 3, k = 1, alpha = 1, beta = 1: sums 5, 14, 13.
+  Variable x(Array::from_vector<double>({1, 2, 3}, {1, 3}));
+  const auto y = F::local_response_normalization(x, 3, 1.0, 1.0, 1.0).array().to_vector<double>();
+  EXPECT_NEAR(y[0], 1.0 / 6.0, 1e-15);
+  EXPECT_NEAR(y[1], 2.0 / 15.0, 1e-15);
+  EXPECT_NEAR(y[2], 3.0 / 14.0, 1e-15);
+  // float32 keeps its dtype.
+  EXPECT_EQ(F::local_response_normalization(Variable(randn({2, 3}, Dtype::float32))).dtype(), Dtype::float32);
+}
+
+TEST(LocalResponseNormalizationGrad, ContiguousNoncontiguousDouble) {
+  for (const Shape& s : {Shape{2, 6, 3, 2}, Shape{3, 4}}) {
+    for (int64_t n : {5, 2}) {
+      const Array x = randn(s, Dtype::float64, 51);
+      check_backward(lrn_fn(n, 1.0, 0.5, 0.75), {x}, {}, opts());
+      check_backward(lrn_fn(n, 1.0, 0.5, 0.75), {make_noncontiguous(x)}, {}, opts());
+      check_double_backward(lrn_fn(n, 1.0, 0.5, 0.75), {x}, {randn(s, Dtype::float64, 52)}, {}, opts());
+    }
+  }
+  check_backward(lrn_fn(), {randn({2, 5, 2, 2}, Dtype::float64, 53)}, {}, opts());
+  check_double_backward(lrn_fn(), {randn({2, 5, 2, 2}, Dtype::float64, 54)}, {randn({2, 5, 2, 2}, Dtype::float64, 55)},
+                        {}, opts());
+  // Size-0 batch and channels.
+  check_backward(lrn_fn(), {Array::zeros({0, 3, 2}, Dtype::float64)}, {}, opts());
+  check_backward(lrn_fn(), {Array::zeros({2, 0, 2}, Dtype::float64)}, {}, opts());
+}
+
+TEST(LocalResponseNormalizationBackends, CpuMatchesReference) {
+  // 4 * 20 * 20 * 22 = 35200 elements: above the OpenMP threshold.
+  const Array x = randn({4, 20, 20, 22}, Dtype::float32, 56);
+  expect_cpu_matches_reference(with_grads(lrn_fn(5, 1.0, 0.1, 0.75)), {x}, 1e-4, 1e-5);
+  expect_cpu_matches_reference(with_grads(lrn_fn(4, 2.0, 1e-4, 0.75)), {make_noncontiguous(x)}, 1e-4, 1e-5);
+}
+
+TEST(LocalResponseNormalizationErrors, ShapesDtypesValues) {
+  Variable x(randn({2, 3, 4}));
+  expect_error<ShapeError>([] { F::local_response_normalization(Variable(randn({5}))); },
+                           {"local_response_normalization", "(5,)"});
+  expect_error<DtypeError>(
+      [] { F::local_response_normalization(Variable(Array::zeros({2, 3}, Dtype::int32))); },
+      {"local_response_normalization", "int32", "(2, 3)"});
+  expect_error<ValueError>([&] { F::local_response_normalization(x, 0); },
+                           {"local_response_normalization", "n", "0", "(2, 3, 4)"});
+  expect_error<ValueError>([&] { F::local_response_normalization(x, 5, 0.0); },
+                           {"local_response_normalization", "k", "0"});
+  expect_error<ValueError>([&] { F::local_response_normalization(x, 5, 2.0, -1.0); },
+                           {"local_response_normalization", "alpha", "-1"});
+  expect_error<ValueError>([&] { F::local_response_normalization(x, 5, 2.0, 1e-4, -0.5); },
+                           {"local_response_normalization", "beta", "-0.5"});
+  expect_error<ValueError>([&] { F::local_response_normalization(x, 5, 2.0, 1e-4, std::nan("")); },
+                           {"local_response_normalization", "beta", "nan"});
 }
 
 // ---- pad ----------------------------------------------------------------------------------------

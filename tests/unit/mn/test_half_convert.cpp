@@ -30,11 +30,24 @@ std::vector<T> all_patterns() {
 std::vector<float> float_sweep() {
   std::vector<float> v;
   for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
-                            65504.0f, 65519.99f, 65520.0f, -65520.0f, 5.9604645e-08f, 2.9802322e-08f,
-                            6.1035156e-05f, 3.4028235e38f, 1.0f + 1.0f / 2048.0f, 1.0f + 3.0f / 2048.0f,
-                            std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u)};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::denorm_min(),
+                            65504.0f,
+                            65519.99f,
+                            65520.0f,
+                            -65520.0f,
+                            5.9604645e-08f,
+                            2.9802322e-08f,
+                            6.1035156e-05f,
+                            3.4028235e38f,
+                            1.0f + 1.0f / 2048.0f,
+                            1.0f + 3.0f / 2048.0f,
+                            std::bit_cast<float>(0x3f808000u),
+                            std::bit_cast<float>(0x3f818000u)};
   v.insert(v.end(), std::begin(specials), std::end(specials));
   return v;
 }
@@ -72,8 +85,12 @@ void check_from_float(float scale) {
   for (std::size_t i = 0; i < in.size(); ++i) expect_same(out[i], T(in[i] * scale), in[i]);
 }
 
-TEST(HalfConvert, Float16ToFloatIsExact) { check_to_float<Half>(); }
-TEST(HalfConvert, BFloat16ToFloatIsExact) { check_to_float<BFloat16>(); }
+TEST(HalfConvert, Float16ToFloatIsExact) {
+  check_to_float<Half>();
+}
+TEST(HalfConvert, BFloat16ToFloatIsExact) {
+  check_to_float<BFloat16>();
+}
 TEST(HalfConvert, FloatToFloat16RoundsLikeTheScalarConversion) {
   check_from_float<Half>(1.0f);
   check_from_float<Half>(0.25f);

@@ -55,10 +55,8 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-/// tests/fixtures, found from this file's location.
-inline std::filesystem::path fixtures_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "fixtures";
-}
+/// tests/fixtures (an absolute path from the build: __FILE__ may be relative, e.g. under ccache's base_dir).
+inline std::filesystem::path fixtures_dir() { return RENSA_TEST_FIXTURES_DIR; }
 
 /// A `shape` array of `dtype` with distinct small integer values (exact in every dtype).
 inline Array sample(const Shape& shape, Dtype dtype, int salt = 0) {
