@@ -5,8 +5,11 @@
 //   --arch resnet: a ResNet-20-style network (3 stages of 3 basic blocks, 16/32/64 channels, batch
 //                  normalization) for 28x28 inputs, MomentumSGD (lr 0.1, momentum 0.9, weight decay
 //                  5e-4, lr x0.1 at 50% and 75% of training), random crops (pad 2) and flips.
+// With --communicator (built with rensa::mn), data-parallel under mpirun as train_mnist is; --mnbn
+// takes the resnet's batch statistics over the global batch (multi-node batch normalization).
 //   build/release/examples/train_cnn --arch cnn --epoch 20
 //   build/release/examples/train_cnn --arch resnet --epoch 30 --bn-population
+//   scripts/mpirun -n 2 build/release/examples/train_cnn --arch resnet --communicator flat --mnbn
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -14,6 +17,9 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#ifdef RENSA_WITH_MN
+#include "rensa/mn.h"
+#endif
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -116,9 +122,32 @@ int main(int argc, char** argv) {
   app.add_flag("--bn-population", bn_population,
                "resnet: before each evaluation, recompute the batch normalization statistics over one pass "
                "of the training data (population statistics) instead of using the moving averages");
+#ifdef RENSA_WITH_MN
+  std::string communicator, grad_dtype = "float32";
+  bool mnbn = false;
+  app.add_option("--communicator", communicator,
+                 "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
+                 "single_node, dummy) under mpirun; default: one process");
+  app.add_option("--grad-dtype", grad_dtype, "Dtype gradients travel in with --communicator")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
+  app.add_flag("--mnbn", mnbn,
+               "resnet with --communicator: batch normalization over the batches of all ranks (multi-node)");
+  rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
+#endif
   CLI11_PARSE(app, argc, argv);
 
   try {
+#ifdef RENSA_WITH_MN
+    if (!communicator.empty()) {
+      comm = rensa::mn::create_communicator(communicator, argc, argv,
+                                            {.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)});
+    }
+    const bool multi = comm.valid();
+    const int rank = multi ? comm.rank() : 0;
+#else
+    const bool multi = false;
+    const int rank = 0;
+#endif
     rensa::set_num_threads(threads);
     rensa::seed(seed);
     rensa::datasets::MnistOptions data_options;
@@ -129,12 +158,21 @@ int main(int argc, char** argv) {
       train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
       test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));
     }
+#ifdef RENSA_WITH_MN
+    if (multi) {
+      // Each rank trains on its shard; the test set is split exactly so the evaluation is too.
+      train = rensa::mn::scatter_dataset(train, comm, {.shuffle = true, .seed = seed});
+      test = rensa::mn::scatter_dataset(test, comm, {.force_equal_length = false});
+    }
+#endif
     const bool resnet = arch == "resnet";
     rensa::datasets::DatasetPtr train_data = train;
+    // Each rank draws its own augmentation and shuffling.
+    const uint64_t data_seed = seed + static_cast<uint64_t>(rank);
     if (resnet) {
       namespace T = rensa::datasets::transforms;
       train_data = std::make_shared<rensa::datasets::TransformDataset>(
-          train, T::compose({T::RandomCrop({.pad = 2, .seed = seed}), T::RandomFlip({.seed = seed})}));
+          train, T::compose({T::RandomCrop({.pad = 2, .seed = data_seed}), T::RandomFlip({.seed = data_seed})}));
     }
 
     std::shared_ptr<rensa::Link> predictor;
@@ -144,18 +182,31 @@ int main(int argc, char** argv) {
       predictor = std::make_shared<CNN>(unit);
     }
     L::Classifier model(predictor);
-    rensa::optimizers::MomentumSGD optimizer(resnet ? 0.1 : 0.01, 0.9);
-    optimizer.setup(model);
-    if (resnet) optimizer.add_hook(std::make_shared<rensa::optimizers::WeightDecay>(5e-4));
+    std::unique_ptr<rensa::optimizers::Optimizer> optimizer =
+        std::make_unique<rensa::optimizers::MomentumSGD>(resnet ? 0.1 : 0.01, 0.9);
+#ifdef RENSA_WITH_MN
+    if (mnbn && (!multi || !resnet)) {
+      std::cerr << "train_cnn: --mnbn needs --arch resnet and --communicator\n";
+      return 1;
+    }
+    if (multi) {
+      if (mnbn) rensa::mn::convert_batch_normalization(*predictor, comm);
+      optimizer = rensa::mn::create_multi_node_optimizer(std::move(optimizer), comm);
+    }
+#endif
+    optimizer->setup(model);
+    if (resnet) optimizer->add_hook(std::make_shared<rensa::optimizers::WeightDecay>(5e-4));
 
-    rensa::iterators::SerialIterator train_iter(train_data, batchsize, {.seed = seed});
+    rensa::iterators::SerialIterator train_iter(train_data, batchsize, {.seed = data_seed});
     rensa::iterators::SerialIterator test_iter(test, batchsize, {.repeat = false, .shuffle = false});
-    rensa::training::StandardUpdater updater(train_iter, optimizer);
+    rensa::training::StandardUpdater updater(train_iter, *optimizer);
     rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
 
     if (resnet) {
       const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
-      trainer.extend(E::MultistepShift("lr", 0.1, {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4}));
+      std::vector<int64_t> steps = {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4};
+      if (steps[0] == steps[1]) steps.pop_back();  // a run of a few iterations
+      trainer.extend(E::MultistepShift("lr", 0.1, steps));
       if (bn_population) {
         // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
         trainer.extend(
@@ -166,19 +217,46 @@ int main(int argc, char** argv) {
             "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
       }
     }
-    trainer.extend(E::Evaluator(test_iter, model));
-    trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
-    trainer.extend(E::LogReport());
-    trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
-    trainer.extend(E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
-    trainer.extend(E::PrintReport(
-        {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
-    trainer.extend(E::ProgressBar());
+#ifdef RENSA_WITH_MN
+    std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;
+    if (multi) {
+      trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(test_iter, model), comm));
+      trainer.extend(rensa::mn::ObservationAggregator(comm, {"main/loss", "main/accuracy"}));
+      mn_snapshot = rensa::mn::multi_node_snapshot(comm);
+      trainer.extend(mn_snapshot);
+    }
+#endif
+    if (!multi) {
+      trainer.extend(E::Evaluator(test_iter, model));
+      trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
+    }
+    if (rank == 0) {  // one rank prints and writes the shared files
+      trainer.extend(E::LogReport());
+      trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
+      trainer.extend(
+          E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
+      trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
+                                     "validation/main/accuracy", "elapsed_time"}));
+      trainer.extend(E::ProgressBar());
+    }
 
+#ifdef RENSA_WITH_MN
+    if (!resume.empty() && multi) {
+      if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
+        if (rank == 0) std::cerr << "train_cnn: no snapshot in '" << resume << "' that every rank has\n";
+        return 1;
+      }
+      resume.clear();
+    }
+#endif
     if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
     trainer.run();
   } catch (const rensa::Error& e) {
     std::cerr << "train_cnn: " << e.what() << '\n';
+#ifdef RENSA_WITH_MN
+    // A rank that returns while the others wait would hang the job: end it loudly instead.
+    if (comm.valid() && comm.size() > 1) throw;
+#endif
     return 1;
   }
   return 0;
