@@ -53,8 +53,7 @@ std::vector<int64_t> permutation(int64_t n, Generator& gen) {
   for (int64_t i = n - 1; i > 0; --i) {
     uint32_t r[4];
     rensa::detail::philox4x32(base + static_cast<uint64_t>(i), gen.seed(), r);
-    const uint64_t x = (static_cast<uint64_t>(r[0]) << 32) | r[1];
-    const auto j = static_cast<int64_t>((static_cast<unsigned __int128>(x) * static_cast<uint64_t>(i + 1)) >> 64);
+    const int64_t j = detail::uniform_below(r[0], r[1], i + 1);
     std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);
   }
   return p;

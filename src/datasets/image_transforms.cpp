@@ -9,6 +9,7 @@
 #include "rensa/core/dtype.h"
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
+#include "src/datasets/common.h"
 
 namespace rensa::datasets::transforms {
 namespace {
@@ -36,12 +37,6 @@ void check_image(const char* who, const Array& image) {
 Array& image_of(const char* who, Example& example) {
   RENSA_CHECK(!example.empty(), ValueError, who, ": the example is empty (element 0 should be the image)");
   return example[0];
-}
-
-/// A uniform integer in [0, n) from 64 random bits (multiply-shift, as permutation() does).
-int64_t uniform_below(uint32_t hi, uint32_t lo, int64_t n) {
-  const uint64_t x = (static_cast<uint64_t>(hi) << 32) | lo;
-  return static_cast<int64_t>((static_cast<unsigned __int128>(x) * static_cast<uint64_t>(n)) >> 64);
 }
 
 /// true with probability p, from 32 random bits.
@@ -150,7 +145,7 @@ Array RandomCrop::apply(const Array& image) const {
               ") is larger than the padded image (", in_h + 2 * pad, ", ", in_w + 2 * pad, ") (image shape ",
               image.shape(), ", pad ", pad, ")");
   const std::array<uint32_t, 4> r = stream_.next();
-  const int64_t top = uniform_below(r[0], r[1], span_h), left = uniform_below(r[2], r[3], span_w);
+  const int64_t top = detail::uniform_below(r[0], r[1], span_h), left = detail::uniform_below(r[2], r[3], span_w);
   if (pad == 0 && height == in_h && width == in_w) return image;  // the only window is the image
   return crop_and_flip_unchecked(who, image, pad, top, left, height, width, false, false, options_.pad_value);
 }

@@ -1,6 +1,5 @@
 #include "src/mn/mpi_util.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -22,16 +21,9 @@ struct HalfTypes {
 
 template <class T, class Combine>
 void reduce16(void* in, void* inout, int* len, Combine combine) {
-  const T* a = static_cast<const T*>(in);
-  T* b = static_cast<T*>(inout);
-  float fa[kConvertBlock], fb[kConvertBlock];
-  for (std::size_t lo = 0, n = static_cast<std::size_t>(*len); lo < n; lo += kConvertBlock) {
-    const std::size_t m = std::min(kConvertBlock, n - lo);
-    to_float(a + lo, fa, m);
-    to_float(b + lo, fb, m);
-    for (std::size_t i = 0; i < m; ++i) fb[i] = combine(fa[i], fb[i]);
-    from_float(fb, b + lo, m);
-  }
+  const T* operands[2] = {static_cast<const T*>(in), static_cast<const T*>(inout)};
+  reduce_in_float(
+      2, [&](int q) { return operands[q]; }, static_cast<T*>(inout), 0, static_cast<std::size_t>(*len), combine);
 }
 struct Add {
   float operator()(float a, float b) const { return a + b; }

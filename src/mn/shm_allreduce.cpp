@@ -189,7 +189,7 @@ void reduce_part(char* const* slots, int k, char* dest, std::size_t lo, std::siz
   using C = compute_t<T>;
   T* acc = reinterpret_cast<T*>(dest);
   if constexpr (std::is_same_v<C, T>) {
-    if (k == 2) {  // acc is one of the two slots: each element is read before it is written
+    if (k == 2) {  // acc may be one of the two slots: each element is read before it is written
       const T* first = reinterpret_cast<const T*>(slots[0]);
       const T* second = reinterpret_cast<const T*>(slots[1]);
 #pragma omp simd
@@ -199,16 +199,8 @@ void reduce_part(char* const* slots, int k, char* dest, std::size_t lo, std::siz
   }
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     // Through float blocks on the stack, converted many at a time (the same values as one by one).
-    float acc_f[kConvertBlock], tmp_f[kConvertBlock];
-    for (std::size_t b = lo; b < hi; b += kConvertBlock) {
-      const std::size_t m = std::min(kConvertBlock, hi - b);
-      to_float(reinterpret_cast<const T*>(slots[0]) + b, acc_f, m);
-      for (int q = 1; q < k; ++q) {
-        to_float(reinterpret_cast<const T*>(slots[q]) + b, tmp_f, m);
-        for (std::size_t i = 0; i < m; ++i) acc_f[i] = op(acc_f[i], tmp_f[i]);
-      }
-      from_float(acc_f, acc + b, m);
-    }
+    reduce_in_float(
+        k, [&](int q) { return reinterpret_cast<const T*>(slots[q]); }, acc, lo, hi, op);
     return;
   }
   {
