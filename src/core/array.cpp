@@ -44,6 +44,15 @@ Array Array::empty(const Shape& shape, Dtype dtype, Device device) {
   return Array(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
+Array Array::empty(const Shape& shape, Dtype dtype, Device device, MemoryFormat format) {
+  if (format == MemoryFormat::contiguous) return empty(shape, dtype, device);
+  RENSA_CHECK(shape.size() == 4, ShapeError, "Array::empty: channels_last needs 4 axes (N, C, H, W), got shape ",
+              shape);
+  // (N, H, W, C) row-major, viewed as (N, C, H, W).
+  const Array nhwc = empty(Shape{shape[0], shape[2], shape[3], shape[1]}, dtype, device);
+  return nhwc.transpose(Shape{0, 3, 1, 2});
+}
+
 Array Array::zeros(const Shape& shape, Dtype dtype, Device device) { return full(shape, 0.0, dtype, device); }
 Array Array::ones(const Shape& shape, Dtype dtype, Device device) { return full(shape, 1.0, dtype, device); }
 
@@ -92,6 +101,23 @@ bool Array::is_contiguous() const {
     expected *= shape_[i];
   }
   return true;
+}
+
+bool Array::is_channels_last() const {
+  if (shape_.size() != 4) return false;
+  if (shape_.numel() == 0) return true;
+  // Walk the axes in (N, H, W, C) order from the innermost, as is_contiguous does for (N, C, H, W).
+  constexpr int kOrder[4] = {1, 3, 2, 0};
+  int64_t expected = 1;
+  for (int axis : kOrder) {
+    if (shape_[axis] != 1 && strides_[axis] != expected) return false;
+    expected *= shape_[axis];
+  }
+  return true;
+}
+
+MemoryFormat Array::suggest_memory_format() const {
+  return is_channels_last() && !is_contiguous() ? MemoryFormat::channels_last : MemoryFormat::contiguous;
 }
 
 void* Array::raw_data() const {
@@ -330,6 +356,16 @@ Array Array::copy() const {
 }
 
 Array Array::contiguous() const { return is_contiguous() ? *this : copy(); }
+
+Array Array::to_memory_format(MemoryFormat format) const {
+  if (format == MemoryFormat::contiguous) return contiguous();
+  RENSA_CHECK(ndim() == 4, ShapeError, "Array::to_memory_format: channels_last needs 4 axes (N, C, H, W), got shape ",
+              shape_);
+  if (is_channels_last()) return *this;
+  Array out = empty(shape_, dtype_, device(), format);
+  out.assign(*this);
+  return out;
+}
 
 Array Array::astype(Dtype dtype) const {
   RENSA_CHECK(!is_null(), ValueError, "Array::astype: null array");

@@ -51,15 +51,24 @@ Shape normalize_axes(const char* op, const Shape& axes, int64_t ndim, bool all_i
   return out;
 }
 
+MemoryFormat format_of(const Shape& shape, std::initializer_list<const Array*> operands) {
+  for (const Array* a : operands) {
+    if (a->shape() == shape && a->suggest_memory_format() == MemoryFormat::channels_last) {
+      return MemoryFormat::channels_last;
+    }
+  }
+  return MemoryFormat::contiguous;
+}
+
 Array unary(const char* op, UnaryOp kop, const Array& x, double p0, double p1) {
-  Array y = Array::empty(x.shape(), x.dtype(), x.device());
+  Array y = Array::empty(x.shape(), x.dtype(), x.device(), x.suggest_memory_format());
   RENSA_KERNEL(x.device(), unary, op)(kop, x, y, p0, p1);
   return y;
 }
 
 Array binary(const char* op, BinaryOp kop, const Array& a, const Array& b, bool bool_out) {
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  Array out = Array::empty(shape, bool_out ? Dtype::bool_ : a.dtype(), a.device());
+  Array out = Array::empty(shape, bool_out ? Dtype::bool_ : a.dtype(), a.device(), format_of(shape, {&a, &b}));
   RENSA_KERNEL(a.device(), binary, op)(kop, a.broadcast_to(shape), b.broadcast_to(shape), out);
   return out;
 }

@@ -20,9 +20,12 @@ void check_same_device(const char* op, std::initializer_list<const Variable*> vs
 /// Normalizes, sorts and deduplicates axes (empty `axes` with `all_if_empty` means every axis).
 Shape normalize_axes(const char* op, const Shape& axes, int64_t ndim, bool all_if_empty = true);
 
-/// out = op(x) elementwise (a new array).
+/// The layout of an elementwise result of `shape`: channels-last when an operand of that shape
+/// suggests it (see Array::suggest_memory_format), so such chains keep the layout, else contiguous.
+MemoryFormat format_of(const Shape& shape, std::initializer_list<const Array*> operands);
+/// out = op(x) elementwise (a new array, in x's suggested layout).
 Array unary(const char* op, UnaryOp kop, const Array& x, double p0 = 0.0, double p1 = 0.0);
-/// out = op(a, b) with NumPy broadcasting; out dtype is the inputs' (or bool for comparisons when asked).
+/// out = op(a, b) with NumPy broadcasting, in the layout format_of gives; out dtype is the inputs' (or bool for comparisons when asked).
 Array binary(const char* op, BinaryOp kop, const Array& a, const Array& b, bool bool_out = false);
 /// A 0-d array holding `value` in `like`'s dtype and device.
 Array scalar_like(double value, const Array& like);

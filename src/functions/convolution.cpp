@@ -19,6 +19,12 @@ Variable conv_backward_data(const Variable& gy, const Variable& W, const Variabl
                             const Shape& x_shape);
 Variable conv_backward_weights(const Variable& x, const Variable& gy, const Conv2dParams& p, const Shape& w_shape);
 
+// The layout the device's convolutions of `dtype` prefer for their outputs (and data gradients).
+MemoryFormat conv_format(Device device, Dtype dtype) {
+  const KernelTable& k = get_backend(device).kernels();
+  return k.conv2d_memory_format == nullptr ? MemoryFormat::contiguous : k.conv2d_memory_format(dtype);
+}
+
 // The gradient of a per-channel bias of an NCHW output.
 Variable bias_grad(const Variable& gy) {
   return sum(gy, {0, 2, 3});
@@ -27,7 +33,7 @@ Variable bias_grad(const Variable& gy) {
 // y = conv(x, W) + b with the output extent y_shape.
 Variable conv_forward(const Variable& x, const Variable& W, const Variable& b, const Conv2dParams& p,
                       const Shape& y_shape) {
-  Array y = Array::empty(y_shape, x.dtype(), x.device());
+  Array y = Array::empty(y_shape, x.dtype(), x.device(), conv_format(x.device(), x.dtype()));
   if (y.size() > 0) {
     RENSA_KERNEL(x.device(), conv2d_forward, "convolution_2d")
     (x.array(), W.array(), b.is_null() ? Array() : b.array(), y, p);
@@ -45,7 +51,7 @@ Variable conv_forward(const Variable& x, const Variable& W, const Variable& b, c
 // x = conv^T(gy, W) + b with the output extent x_shape: the deconvolution.
 Variable conv_backward_data(const Variable& gy, const Variable& W, const Variable& b, const Conv2dParams& p,
                             const Shape& x_shape) {
-  Array gx = Array::empty(x_shape, gy.dtype(), gy.device());
+  Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), conv_format(gy.device(), gy.dtype()));
   if (gx.size() > 0) {
     RENSA_KERNEL(gy.device(), conv2d_backward_data, "deconvolution_2d")(gy.array(), W.array(), gx, p);
     if (!b.is_null()) {

@@ -13,38 +13,40 @@ namespace {
 
 using Grads = std::vector<Variable>;
 
-Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape);
+// Gradients keep the layout of the input they belong to (x's), whatever layout gy arrives in.
+Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape, MemoryFormat x_format);
 
 // y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]].
 Variable max_pool_gather(const Variable& x, const Array& indices) {
-  Array y = Array::empty(indices.shape(), x.dtype(), x.device());
+  Array y = Array::empty(indices.shape(), x.dtype(), x.device(), indices.suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_gather, "max_pooling_2d")(x.array(), indices, y);
   return record1("max_pooling_2d_gather", {x}, std::move(y),
-                 [indices, x_shape = x.shape()](const BackwardContext& ctx) {
-                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape)};
+                 [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
                  });
 }
 
 // gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
-Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape) {
-  Array gx = Array::empty(x_shape, gy.dtype(), gy.device());
+Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape, MemoryFormat x_format) {
+  Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), max_pool2d_backward, "max_pooling_2d")(gy.array(), indices, gx);
   return record1("max_pooling_2d_grad", {gy}, std::move(gx),
                  [indices](const BackwardContext& ctx) { return Grads{max_pool_gather(ctx.grad_output(), indices)}; });
 }
 
-Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape);
+Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape, MemoryFormat x_format);
 
 Variable avg_pool(const Variable& x, const Pool2dParams& p, const Shape& y_shape) {
-  Array y = Array::empty(y_shape, x.dtype(), x.device());
+  Array y = Array::empty(y_shape, x.dtype(), x.device(), x.array().suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), avg_pool2d_forward, "average_pooling_2d")(x.array(), y, p);
-  return record1("average_pooling_2d", {x}, std::move(y), [p, x_shape = x.shape()](const BackwardContext& ctx) {
-    return Grads{avg_pool_transpose(ctx.grad_output(), p, x_shape)};
-  });
+  return record1("average_pooling_2d", {x}, std::move(y),
+                 [p, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+                   return Grads{avg_pool_transpose(ctx.grad_output(), p, x_shape, x_format)};
+                 });
 }
 
-Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape) {
-  Array gx = Array::empty(x_shape, gy.dtype(), gy.device());
+Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape, MemoryFormat x_format) {
+  Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), avg_pool2d_backward, "average_pooling_2d")(gy.array(), gx, p);
   return record1("average_pooling_2d_grad", {gy}, std::move(gx), [p, y_shape = gy.shape()](const BackwardContext& ctx) {
     return Grads{avg_pool(ctx.grad_output(), p, y_shape)};
@@ -82,12 +84,14 @@ Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> strid
   const Int2 s = stride.value_or(ksize);
   const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
   const Pool2dParams p{ksize.y, ksize.x, s.y, s.x, pad.y, pad.x};
-  Array y = Array::empty(y_shape, x.dtype(), x.device());
-  Array indices = Array::empty(y_shape, Dtype::int32, x.device());
+  // The outputs (and through `indices`, the gradient) keep x's layout.
+  Array y = Array::empty(y_shape, x.dtype(), x.device(), x.array().suggest_memory_format());
+  Array indices = Array::empty(y_shape, Dtype::int32, x.device(), x.array().suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_forward, op)(x.array(), y, indices, p);
-  return record1(op, {x}, std::move(y), [indices, x_shape = x.shape()](const BackwardContext& ctx) {
-    return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape)};
-  });
+  return record1(op, {x}, std::move(y),
+                 [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
+                 });
 }
 
 Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride, Int2 pad, bool cover_all) {

@@ -51,6 +51,11 @@ struct Slice {
 struct NewAxis {};
 /// Stands for as many full slices as needed (NumPy's `...`).
 struct Ellipsis {};
+/// How the elements of a 4-d (N, C, H, W) array are laid out in memory. The shape and the meaning
+/// of every index stay the same; only the strides differ. `channels_last` stores (N, H, W, C)
+/// row-major (strides (H*W*C, 1, W*C, C)), the layout oneDNN's convolutions run without reorders.
+enum class MemoryFormat { contiguous, channels_last };
+
 /// One entry of a basic index: an integer (drops the axis), a Slice, NewAxis or Ellipsis.
 using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
 
@@ -65,6 +70,8 @@ class Array {
   // ---- creation ----------------------------------------------------------------------------
   /// Uninitialized contiguous array.
   static Array empty(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
+  /// Uninitialized array in `format`; `channels_last` needs a 4-d shape (ShapeError otherwise).
+  static Array empty(const Shape& shape, Dtype dtype, Device device, MemoryFormat format);
   static Array zeros(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
   static Array ones(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
   /// Every element equal to `value` (converted to `dtype`).
@@ -109,6 +116,12 @@ class Array {
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(); }
   /// Row-major contiguous (size-1 axes may have any stride).
   bool is_contiguous() const;
+  /// Dense in the channels-last layout of a 4-d array (size-1 axes may have any stride). An
+  /// array with one channel, or one pixel, is both this and contiguous.
+  bool is_channels_last() const;
+  /// The format to give arrays computed from this one: `channels_last` when this array is
+  /// channels-last and not also contiguous, else `contiguous` (PyTorch's rule).
+  MemoryFormat suggest_memory_format() const;
   /// Address of element 0 (host devices only for dereferencing).
   void* raw_data() const;
   /// Typed address of element 0; throws DtypeError if T does not match dtype().
@@ -151,6 +164,8 @@ class Array {
   Array copy() const;
   /// This array if contiguous, else a contiguous copy.
   Array contiguous() const;
+  /// This array if already in `format`, else a copy in it (ShapeError for channels_last unless 4-d).
+  Array to_memory_format(MemoryFormat format) const;
   /// A contiguous copy converted to `dtype` (floats to 16-bit types round to nearest even).
   Array astype(Dtype dtype) const;
   /// This array on `device` (itself when already there).

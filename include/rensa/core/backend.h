@@ -95,7 +95,11 @@ struct KernelTable {
   void (*optimizer_update)(OptimizerKind kind, const Array& param, const Array& grad, const Array* state,
                            int n_state, const double* hp) = nullptr;
 
-  // ---- convolution and pooling (NCHW; inputs any strides, outputs contiguous; one floating dtype) ----
+  // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
+  // channels-last, see MemoryFormat; one floating dtype) ----
+  /// The layout this backend's convolutions of `dtype` run in without converting: functions
+  /// allocate convolution outputs in it, and elementwise ops and pooling keep it. Null: contiguous.
+  MemoryFormat (*conv2d_memory_format)(Dtype dtype) = nullptr;
   /// y (N, O, OH, OW) = conv(x (N, C, H, W), w (O, C/groups, KH, KW)) + b (O,) broadcast; `b` may be
   /// a null Array (no bias). See Conv2dParams.
   void (*conv2d_forward)(const Array& x, const Array& w, const Array& b, const Array& y,

@@ -1,9 +1,12 @@
 // cpu convolutions. float32 runs on oneDNN: one primitive per (direction, shapes, parameters),
 // created on first use and kept in a bounded LRU cache (the CPU counterpart of cuDNN's autotune:
 // creating a primitive picks and JIT-compiles a kernel, which costs far more than running it on
-// small shapes). Arrays cross the boundary in plain NCHW / OIHW; oneDNN chooses its own (blocked)
-// layouts inside and the conversions are reorders around each call. A layer sequence that kept
-// the blocked layouts between layers would save those reorders (two per array per layer).
+// small shapes). Activations run channels-last (NHWC): conv2d_memory_format tells the functions to
+// allocate outputs that way, so a conv-relu-conv chain hands oneDNN its own layout at every step and
+// no reorder runs between layers. oneDNN's blocked layouts (nChw16c) are a little faster per
+// convolution but cannot be expressed by strides, and converting to and from them around each
+// call cost more than they save (docs/benchmarks.md). NCHW arrays are still accepted (reordered
+// on the way in or out); weights stay OIHW and are reordered inside (they are small).
 // float64 (used by gradient checks) runs as im2col + OpenBLAS dgemm, and so do float32 weight
 // gradients with few input channels (see weights_by_gemm); 16-bit floats compute in float32. All
 // of it runs on the process's one OpenMP pool.
@@ -43,11 +46,14 @@ dn::stream& stream() {
   return s;
 }
 
+// The layout the primitives take their activations (src, dst and their gradients) in.
+const tag kActivations = std::getenv("RENSA_CONV_ANY") ? tag::any : tag::nhwc;
+
 enum class Direction : int64_t { forward, backward_data, backward_weights };
 
 // Everything a primitive depends on.
 struct ConvKey {
-  std::array<int64_t, 18> v{};
+  std::array<int64_t, 21> v{};
   bool operator==(const ConvKey& o) const { return v == o.v; }
 };
 struct ConvKeyHash {
@@ -128,12 +134,16 @@ struct Geometry {
   int64_t n, c, h, w, o, kh, kw, oh, ow;
   Conv2dParams p;
   bool bias;
+  // The layouts of the arrays passed in: channels-last (true) or NCHW, for x (or gx) and y (or gy).
+  bool x_nhwc = false, y_nhwc = false;
 
   ConvKey key(Direction d) const {
     return ConvKey{{static_cast<int64_t>(d), n, c, h, w, o, kh, kw, oh, ow, p.stride_y, p.stride_x, p.pad_y, p.pad_x,
-                    p.dilate_y, p.dilate_x, p.groups, bias ? 1 : 0}};
+                    p.dilate_y, p.dilate_x, p.groups, bias ? 1 : 0, x_nhwc ? 1 : 0, y_nhwc ? 1 : 0, 0}};
   }
   dn::memory::desc src_md(tag t) const { return {{n, c, h, w}, dt::f32, t}; }
+  dn::memory::desc user_src_md() const { return src_md(x_nhwc ? tag::nhwc : tag::nchw); }
+  dn::memory::desc user_dst_md() const { return dst_md(y_nhwc ? tag::nhwc : tag::nchw); }
   dn::memory::desc dst_md(tag t) const { return {{n, o, oh, ow}, dt::f32, t}; }
   dn::memory::desc weights_md(bool any) const {
     if (p.groups == 1) return {{o, c, kh, kw}, dt::f32, any ? tag::any : tag::oihw};
@@ -150,7 +160,7 @@ struct Geometry {
             (ow - 1) * p.stride_x + (kw - 1) * p.dilate_x + 1 - w - p.pad_x};
   }
   dn::convolution_forward::primitive_desc forward_pd(dn::prop_kind kind) const {
-    const dn::memory::desc any_src = src_md(tag::any), any_dst = dst_md(tag::any), any_w = weights_md(true);
+    const dn::memory::desc any_src = src_md(kActivations), any_dst = dst_md(kActivations), any_w = weights_md(true);
     if (bias) {
       return {dn::convolution_forward::desc(kind, dn::algorithm::convolution_direct, any_src, any_w, bias_md(), any_dst,
                                             strides(), dilates(), pad_l(), pad_r()),
@@ -166,9 +176,9 @@ ConvPrimitive make_forward(const Geometry& g) {
   ConvPrimitive c;
   auto pd = g.forward_pd(dn::prop_kind::forward_training);
   c.prim = dn::convolution_forward(pd);
-  c.in0.init(g.src_md(tag::nchw), pd.src_desc(), true);
+  c.in0.init(g.user_src_md(), pd.src_desc(), true);
   c.in1.init(g.weights_md(false), pd.weights_desc(), true);
-  c.out.init(g.dst_md(tag::nchw), pd.dst_desc(), false);
+  c.out.init(g.user_dst_md(), pd.dst_desc(), false);
   c.arg_in0 = DNNL_ARG_SRC;
   c.arg_in1 = DNNL_ARG_WEIGHTS;
   c.arg_out = DNNL_ARG_DST;
@@ -181,13 +191,13 @@ ConvPrimitive make_backward_data(const Geometry& g) {
   nb.bias = false;
   auto hint = nb.forward_pd(dn::prop_kind::forward_training);
   dn::convolution_backward_data::primitive_desc pd(
-      dn::convolution_backward_data::desc(dn::algorithm::convolution_direct, g.src_md(tag::any), g.weights_md(true),
-                                          g.dst_md(tag::any), g.strides(), g.dilates(), g.pad_l(), g.pad_r()),
+      dn::convolution_backward_data::desc(dn::algorithm::convolution_direct, g.src_md(kActivations), g.weights_md(true),
+                                          g.dst_md(kActivations), g.strides(), g.dilates(), g.pad_l(), g.pad_r()),
       engine(), hint);
   c.prim = dn::convolution_backward_data(pd);
-  c.in0.init(g.dst_md(tag::nchw), pd.diff_dst_desc(), true);
+  c.in0.init(g.user_dst_md(), pd.diff_dst_desc(), true);
   c.in1.init(g.weights_md(false), pd.weights_desc(), true);
-  c.out.init(g.src_md(tag::nchw), pd.diff_src_desc(), false);
+  c.out.init(g.user_src_md(), pd.diff_src_desc(), false);
   c.arg_in0 = DNNL_ARG_DIFF_DST;
   c.arg_in1 = DNNL_ARG_WEIGHTS;
   c.arg_out = DNNL_ARG_DIFF_SRC;
@@ -200,12 +210,12 @@ ConvPrimitive make_backward_weights(const Geometry& g) {
   nb.bias = false;
   auto hint = nb.forward_pd(dn::prop_kind::forward_training);
   dn::convolution_backward_weights::primitive_desc pd(
-      dn::convolution_backward_weights::desc(dn::algorithm::convolution_direct, g.src_md(tag::any), g.weights_md(true),
-                                             g.dst_md(tag::any), g.strides(), g.dilates(), g.pad_l(), g.pad_r()),
+      dn::convolution_backward_weights::desc(dn::algorithm::convolution_direct, g.src_md(kActivations),
+                                             g.weights_md(true), g.dst_md(kActivations), g.strides(), g.dilates(), g.pad_l(), g.pad_r()),
       engine(), hint);
   c.prim = dn::convolution_backward_weights(pd);
-  c.in0.init(g.src_md(tag::nchw), pd.src_desc(), true);
-  c.in1.init(g.dst_md(tag::nchw), pd.diff_dst_desc(), true);
+  c.in0.init(g.user_src_md(), pd.src_desc(), true);
+  c.in1.init(g.user_dst_md(), pd.diff_dst_desc(), true);
   c.out.init(g.weights_md(false), pd.diff_weights_desc(), false);
   c.arg_in0 = DNNL_ARG_SRC;
   c.arg_in1 = DNNL_ARG_DIFF_DST;
@@ -445,6 +455,40 @@ bool is_half(Dtype d) {
   return d == Dtype::float16 || d == Dtype::bfloat16;
 }
 
+// An activation as oneDNN takes it: the array itself when channels-last (`nhwc` set) or
+// NCHW-contiguous, else a contiguous copy. An array that is both counts as channels-last, the
+// primitives' own layout, so a one-channel NCHW input needs no reorder.
+Array activation(const Array& a, bool& nhwc) {
+  nhwc = a.is_channels_last();
+  return nhwc ? a : a.contiguous();
+}
+
+// Runs f on `out` when it is channels-last (`nhwc` set) or NCHW-contiguous, else on a contiguous
+// temporary copied into `out` afterwards.
+template <class F>
+void into_activation(const Array& out, bool& nhwc, F&& f) {
+  nhwc = out.is_channels_last();
+  if (nhwc || out.is_contiguous()) {
+    f(out);
+    return;
+  }
+  Array tmp = Array::empty(out.shape(), out.dtype(), out.device());
+  f(tmp);
+  copy(tmp, out);
+}
+
+// Runs f on `out` when contiguous, else on a contiguous temporary copied into it afterwards.
+template <class F>
+void into_nchw(const Array& out, F&& f) {
+  if (out.is_contiguous()) {
+    f(out);
+    return;
+  }
+  Array tmp = Array::empty(out.shape(), out.dtype(), out.device());
+  f(tmp);
+  copy(tmp, out);
+}
+
 }  // namespace
 
 void conv2d_forward(const Array& x, const Array& w, const Array& b, const Array& y, const Conv2dParams& p) {
@@ -462,16 +506,20 @@ void conv2d_forward(const Array& x, const Array& w, const Array& b, const Array&
     }
     return;
   }
-  const Geometry g = geometry(x.shape(), w.shape(), y.shape(), p, !b.is_null());
-  const Array xc = x.contiguous(), wc = w.contiguous();
+  Geometry g = geometry(x.shape(), w.shape(), y.shape(), p, !b.is_null());
+  const Array wc = w.contiguous();
   dispatch_floating(x.dtype(), "conv2d_forward", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
-      forward_gemm<double>(g, xc, wc, b, y);
+      const Array xc = x.contiguous();
+      into_nchw(y, [&](const Array& out) { forward_gemm<double>(g, xc, wc, b, out); });
     } else if constexpr (std::is_same_v<T, float>) {
-      with_dnnl("convolution_2d", g, [&] {
-        auto prim = cache().get(g.key(Direction::forward), [&] { return make_forward(g); });
-        const Array bc = b.is_null() ? b : b.contiguous();
-        run(*prim, xc, wc, y, b.is_null() ? nullptr : &bc);
+      const Array xc = activation(x, g.x_nhwc);
+      into_activation(y, g.y_nhwc, [&](const Array& out) {
+        with_dnnl("convolution_2d", g, [&] {
+          auto prim = cache().get(g.key(Direction::forward), [&] { return make_forward(g); });
+          const Array bc = b.is_null() ? b : b.contiguous();
+          run(*prim, xc, wc, out, b.is_null() ? nullptr : &bc);
+        });
       });
     }
   });
@@ -488,15 +536,19 @@ void conv2d_backward_data(const Array& gy, const Array& w, const Array& gx, cons
     fill(gx, 0.0);
     return;
   }
-  const Geometry g = geometry(gx.shape(), w.shape(), gy.shape(), p, false);
-  const Array gyc = gy.contiguous(), wc = w.contiguous();
+  Geometry g = geometry(gx.shape(), w.shape(), gy.shape(), p, false);
+  const Array wc = w.contiguous();
   dispatch_floating(gx.dtype(), "conv2d_backward_data", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
-      backward_data_gemm<double>(g, gyc, wc, gx);
+      const Array gyc = gy.contiguous();
+      into_nchw(gx, [&](const Array& out) { backward_data_gemm<double>(g, gyc, wc, out); });
     } else if constexpr (std::is_same_v<T, float>) {
-      with_dnnl("deconvolution_2d", g, [&] {
-        auto prim = cache().get(g.key(Direction::backward_data), [&] { return make_backward_data(g); });
-        run(*prim, gyc, wc, gx, nullptr);
+      const Array gyc = activation(gy, g.y_nhwc);
+      into_activation(gx, g.x_nhwc, [&](const Array& out) {
+        with_dnnl("deconvolution_2d", g, [&] {
+          auto prim = cache().get(g.key(Direction::backward_data), [&] { return make_backward_data(g); });
+          run(*prim, gyc, wc, out, nullptr);
+        });
       });
     }
   });
@@ -513,22 +565,28 @@ void conv2d_backward_weights(const Array& x, const Array& gy, const Array& gw, c
     fill(gw, 0.0);
     return;
   }
-  const Geometry g = geometry(x.shape(), gw.shape(), gy.shape(), p, false);
-  const Array xc = x.contiguous(), gyc = gy.contiguous();
+  Geometry g = geometry(x.shape(), gw.shape(), gy.shape(), p, false);
   dispatch_floating(gw.dtype(), "conv2d_backward_weights", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
-      backward_weights_gemm<double>(g, xc, gyc, gw);
+      into_nchw(gw, [&](const Array& out) { backward_weights_gemm<double>(g, x.contiguous(), gy.contiguous(), out); });
     } else if constexpr (std::is_same_v<T, float>) {
-      if (weights_by_gemm(g)) {
-        backward_weights_gemm<float>(g, xc, gyc, gw);
+      if (weights_by_gemm(g) && gy.is_contiguous()) {
+        into_nchw(gw, [&](const Array& out) { backward_weights_gemm<float>(g, x.contiguous(), gy, out); });
         return;
       }
-      with_dnnl("convolution_2d", g, [&] {
-        auto prim = cache().get(g.key(Direction::backward_weights), [&] { return make_backward_weights(g); });
-        run(*prim, xc, gyc, gw, nullptr);
+      const Array xc = activation(x, g.x_nhwc), gyc = activation(gy, g.y_nhwc);
+      into_nchw(gw, [&](const Array& out) {
+        with_dnnl("convolution_2d", g, [&] {
+          auto prim = cache().get(g.key(Direction::backward_weights), [&] { return make_backward_weights(g); });
+          run(*prim, xc, gyc, out, nullptr);
+        });
       });
     }
   });
+}
+
+MemoryFormat conv2d_memory_format(Dtype dtype) {
+  return dtype == Dtype::float32 ? MemoryFormat::channels_last : MemoryFormat::contiguous;
 }
 
 }  // namespace rensa::backends::cpu

@@ -120,6 +120,7 @@ std::unique_ptr<Backend> make_cpu_backend() {
   k.conv2d_forward = cpu::conv2d_forward;
   k.conv2d_backward_data = cpu::conv2d_backward_data;
   k.conv2d_backward_weights = cpu::conv2d_backward_weights;
+  k.conv2d_memory_format = cpu::conv2d_memory_format;
   k.max_pool2d_forward = cpu::max_pool2d_forward;
   k.max_pool2d_backward = cpu::max_pool2d_backward;
   k.max_pool2d_gather = cpu::max_pool2d_gather;

@@ -1,11 +1,15 @@
 #pragma once
-// Strided n-ary loops for the cpu kernels: dimensions are coalesced, the innermost run is handed to
+// Strided n-ary loops for the cpu kernels: axes are visited in the memory order of the last array
+// (the output, by convention: a channels-last output is walked (N, H, W, C)), dimensions are
+// coalesced, the innermost run is handed to
 // a callback with per-array element strides (1 for contiguous runs, which compilers vectorize),
 // and the outer iterations are split among the OpenMP threads when the work is large enough.
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 
 #include "rensa/core/array.h"
 
@@ -27,12 +31,23 @@ void for_each_run(const std::array<const Array*, N>& arrays, Inner&& inner, int6
   const Shape& shape = arrays[0]->shape();
   const int64_t total = shape.numel();
   if (total == 0) return;
-  // Drop size-1 axes and merge axes that are contiguous with respect to each other in every array.
+  // Drop size-1 axes, order the rest by the last array's strides (outermost first; a stable sort,
+  // so a row-major output keeps its order) and merge axes that are contiguous with respect to each
+  // other in every array.
+  int order[32];
+  int kept = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    RENSA_CHECK(kept < 32, ShapeError, "cpu loop: more than 32 non-trivial dimensions in ", shape);
+    order[kept++] = static_cast<int>(i);
+  }
+  const Shape& key = arrays[N - 1]->strides();
+  std::stable_sort(order, order + kept, [&](int a, int b) { return std::llabs(key[a]) > std::llabs(key[b]); });
   int64_t dims[32];
   int64_t strides[N][32];
   int nd = 0;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 1) continue;
+  for (int o = 0; o < kept; ++o) {
+    const auto i = static_cast<std::size_t>(order[o]);
     if (nd > 0) {
       bool merge = true;
       for (std::size_t k = 0; k < N; ++k) {
@@ -44,7 +59,6 @@ void for_each_run(const std::array<const Array*, N>& arrays, Inner&& inner, int6
         continue;
       }
     }
-    RENSA_CHECK(nd < 32, ShapeError, "cpu loop: more than 32 non-trivial dimensions in ", shape);
     dims[nd] = shape[i];
     for (std::size_t k = 0; k < N; ++k) strides[k][nd] = arrays[k]->strides()[i];
     ++nd;

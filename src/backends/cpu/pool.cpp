@@ -1,4 +1,5 @@
-// cpu pooling: direct loops over (H, W) planes, the planes split among the OpenMP threads.
+// cpu pooling: direct loops over (H, W) planes, the planes split among the OpenMP threads, and
+// for channels-last outputs the loops of pool_nhwc.cpp (inputs converted to the output's layout).
 // Pooling is memory-bound and a window touches few elements, so a plain NCHW loop runs at memory
 // speed; it also produces the argmax positions rensa's max-pooling backward and double backward
 // share (oneDNN's max-pooling workspace is opaque and tied to its own backward). 16-bit floats
@@ -12,6 +13,7 @@
 
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
+#include "src/backends/cpu/pool_nhwc.h"
 
 namespace rensa::backends::cpu {
 namespace {
@@ -240,66 +242,108 @@ Array to_f32(const Array& a) {
   return a.astype(Dtype::float32);
 }
 
+// A call runs channels-last when its (first) output is channels-last and not also contiguous.
+bool runs_nhwc(const Array& out) {
+  return out.suggest_memory_format() == MemoryFormat::channels_last;
+}
+
+// `a` in the layout the call runs in (itself, or a copy).
+Array in_layout(const Array& a, bool nhwc) {
+  return a.to_memory_format(nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+}
+
+// Outputs are written in place, so they must already be in the call's layout.
+void check_output(const char* op, const Array& out, bool nhwc) {
+  RENSA_CHECK(nhwc ? out.is_channels_last() : out.is_contiguous(), ValueError, op, ": output ", out.shape(),
+              " with strides ", out.strides(), " is not ", nhwc ? "channels-last" : "contiguous",
+              " like the call's other arrays");
+}
+
+// A float32 array for 16-bit `a`, in a's layout.
+Array f32_like(const Array& a) {
+  return Array::empty(a.shape(), Dtype::float32, a.device(), a.suggest_memory_format());
+}
+
 }  // namespace
 
 void max_pool2d_forward(const Array& x, const Array& y, const Array& indices, const Pool2dParams& p) {
   if (y.size() == 0) return;
   if (is_half(x.dtype())) {
-    Array y32 = Array::empty(y.shape(), Dtype::float32, y.device());
+    Array y32 = f32_like(y);
     max_pool2d_forward(to_f32(x), y32, indices, p);
     copy(y32, y);
     return;
   }
-  const Array xc = x.contiguous();
-  dispatch_f32_f64(x.dtype(), "max_pool2d_forward", [&]<class T>() { max_forward<T>(xc, y, indices, p); });
+  const bool nhwc = runs_nhwc(y);
+  check_output("max_pool2d_forward", y, nhwc);
+  check_output("max_pool2d_forward", indices, nhwc);
+  const Array xc = in_layout(x, nhwc);
+  dispatch_f32_f64(x.dtype(), "max_pool2d_forward", [&]<class T>() {
+    nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p);
+  });
 }
 
 void max_pool2d_backward(const Array& gy, const Array& indices, const Array& gx) {
   if (gx.size() == 0) return;
   if (is_half(gx.dtype())) {
-    Array g32 = Array::empty(gx.shape(), Dtype::float32, gx.device());
+    Array g32 = f32_like(gx);
     max_pool2d_backward(to_f32(gy), indices, g32);
     copy(g32, gx);
     return;
   }
-  const Array gyc = gy.contiguous(), ic = indices.contiguous();
-  dispatch_f32_f64(gx.dtype(), "max_pool2d_backward", [&]<class T>() { max_backward<T>(gyc, ic, gx); });
+  const bool nhwc = runs_nhwc(gx);
+  check_output("max_pool2d_backward", gx, nhwc);
+  const Array gyc = in_layout(gy, nhwc), ic = in_layout(indices, nhwc);
+  dispatch_f32_f64(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
+    nhwc ? nhwc::max_backward<T>(gyc, ic, gx) : max_backward<T>(gyc, ic, gx);
+  });
 }
 
 void max_pool2d_gather(const Array& x, const Array& indices, const Array& y) {
   if (y.size() == 0) return;
-  const Array xc = x.contiguous(), ic = indices.contiguous();
+  const bool nhwc = runs_nhwc(y);
+  check_output("max_pool2d_gather", y, nhwc);
+  const Array xc = in_layout(x, nhwc), ic = in_layout(indices, nhwc);
+  auto gather = [&]<class T>() { nhwc ? nhwc::max_gather<T>(xc, ic, y) : max_gather<T>(xc, ic, y); };
   if (is_half(x.dtype())) {
     dispatch(x.dtype(), [&]<class T>() {  // a gather copies values: no arithmetic, no conversion
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) max_gather<T>(xc, ic, y);
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) gather.template operator()<T>();
     });
     return;
   }
-  dispatch_f32_f64(x.dtype(), "max_pool2d_gather", [&]<class T>() { max_gather<T>(xc, ic, y); });
+  dispatch_f32_f64(x.dtype(), "max_pool2d_gather", gather);
 }
 
 void avg_pool2d_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   if (y.size() == 0) return;
   if (is_half(x.dtype())) {
-    Array y32 = Array::empty(y.shape(), Dtype::float32, y.device());
+    Array y32 = f32_like(y);
     avg_pool2d_forward(to_f32(x), y32, p);
     copy(y32, y);
     return;
   }
-  const Array xc = x.contiguous();
-  dispatch_f32_f64(x.dtype(), "avg_pool2d_forward", [&]<class T>() { avg_forward<T>(xc, y, p); });
+  const bool nhwc = runs_nhwc(y);
+  check_output("avg_pool2d_forward", y, nhwc);
+  const Array xc = in_layout(x, nhwc);
+  dispatch_f32_f64(x.dtype(), "avg_pool2d_forward", [&]<class T>() {
+    nhwc ? nhwc::avg_forward<T>(xc, y, p) : avg_forward<T>(xc, y, p);
+  });
 }
 
 void avg_pool2d_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
   if (gx.size() == 0) return;
   if (is_half(gx.dtype())) {
-    Array g32 = Array::empty(gx.shape(), Dtype::float32, gx.device());
+    Array g32 = f32_like(gx);
     avg_pool2d_backward(to_f32(gy), g32, p);
     copy(g32, gx);
     return;
   }
-  const Array gyc = gy.contiguous();
-  dispatch_f32_f64(gx.dtype(), "avg_pool2d_backward", [&]<class T>() { avg_backward<T>(gyc, gx, p); });
+  const bool nhwc = runs_nhwc(gx);
+  check_output("avg_pool2d_backward", gx, nhwc);
+  const Array gyc = in_layout(gy, nhwc);
+  dispatch_f32_f64(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
+    nhwc ? nhwc::avg_backward<T>(gyc, gx, p) : avg_backward<T>(gyc, gx, p);
+  });
 }
 
 }  // namespace rensa::backends::cpu

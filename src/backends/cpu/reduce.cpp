@@ -1,8 +1,9 @@
 // cpu reductions. The input is viewed with kept axes first and reduced axes last; the two common
-// layouts (reduced axes innermost, or outermost in a contiguous array) run without copies, others
-// copy once into the first layout.
+// layouts (reduced axes innermost, or outermost in memory: a contiguous array's leading axes, or
+// (N, H, W) of a channels-last one) run without copies, others copy once into the first layout.
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -68,6 +69,35 @@ int64_t arg_run(bool is_max, const T* p, int64_t n, int64_t stride) {
   return best;
 }
 
+// True when x is dense (no gaps, no overlaps) and, in memory order, all its reduced axes come
+// before its kept axes, which keep their logical order: x is then rsize rows of ksize elements.
+bool reduced_outermost(const Array& x, const std::vector<char>& red) {
+  if (x.size() == 0) return false;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < x.shape().size(); ++i) {
+    if (x.shape()[i] != 1) order.push_back(i);
+  }
+  const Shape& st = x.strides();
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return st[a] > st[b]; });
+  int64_t expected = 1;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (st[*it] != expected) return false;
+    expected *= x.shape()[*it];
+  }
+  bool in_kept = false;
+  std::size_t last_kept = 0;
+  for (std::size_t a : order) {
+    if (red[a]) {
+      if (in_kept) return false;
+    } else {
+      if (in_kept && a < last_kept) return false;
+      in_kept = true;
+      last_kept = a;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
@@ -100,10 +130,8 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
   const bool scratch = !o.shares_storage(out);
   dispatch(x.dtype(), [&]<class T>() {
     using A = acc_t<T>;
-    // Layout 2: reduced axes outermost of a contiguous array -> accumulate rows.
-    bool prefix = x.is_contiguous() && !arg && op == ReduceOp::sum;
-    for (int64_t i = 0; prefix && i < static_cast<int64_t>(axes.size()); ++i) prefix = axes[static_cast<std::size_t>(i)] == i;
-    if (prefix && static_cast<int64_t>(axes.size()) < nd) {
+    // Layout 2: reduced axes outermost in memory -> accumulate rows.
+    if (!arg && op == ReduceOp::sum && static_cast<int64_t>(axes.size()) < nd && reduced_outermost(x, red)) {
       const T* p = static_cast<const T*>(x.raw_data());
       std::vector<A> acc(static_cast<std::size_t>(ksize), A(0));
       const bool par = rsize * ksize >= kParallelGrain && ksize >= 64 && omp_get_max_threads() > 1;
