@@ -6,6 +6,11 @@
 /// when the shapes do not fit, and ValueError for a stride or dilation below 1, a negative pad or
 /// groups below 1. All are differentiable twice (and more): the backward of a convolution is made
 /// of convolutions, that of a pooling of its transpose and back.
+///
+/// Inputs may be in any layout. On the cpu, float32 convolution outputs (and data gradients) are
+/// channels-last (MemoryFormat::channels_last: NCHW shape, NHWC strides), the layout oneDNN runs
+/// without reorders; pooling outputs keep their input's layout. Values and indexing are the same
+/// in every layout (see docs/HACKING.md, "Memory formats").
 
 #include <cstdint>
 #include <optional>

@@ -46,14 +46,15 @@ dn::stream& stream() {
   return s;
 }
 
-// The layout the primitives take their activations (src, dst and their gradients) in.
-const tag kActivations = std::getenv("RENSA_CONV_ANY") ? tag::any : tag::nhwc;
+// The layout the primitives take their activations (src, dst and their gradients) in: NHWC, which
+// channels-last arrays are. (tag::any would let oneDNN pick its blocked layout and reorder to it.)
+constexpr tag kActivations = tag::nhwc;
 
 enum class Direction : int64_t { forward, backward_data, backward_weights };
 
 // Everything a primitive depends on.
 struct ConvKey {
-  std::array<int64_t, 21> v{};
+  std::array<int64_t, 20> v{};
   bool operator==(const ConvKey& o) const { return v == o.v; }
 };
 struct ConvKeyHash {
@@ -139,7 +140,7 @@ struct Geometry {
 
   ConvKey key(Direction d) const {
     return ConvKey{{static_cast<int64_t>(d), n, c, h, w, o, kh, kw, oh, ow, p.stride_y, p.stride_x, p.pad_y, p.pad_x,
-                    p.dilate_y, p.dilate_x, p.groups, bias ? 1 : 0, x_nhwc ? 1 : 0, y_nhwc ? 1 : 0, 0}};
+                    p.dilate_y, p.dilate_x, p.groups, bias ? 1 : 0, x_nhwc ? 1 : 0, y_nhwc ? 1 : 0}};
   }
   dn::memory::desc src_md(tag t) const { return {{n, c, h, w}, dt::f32, t}; }
   dn::memory::desc user_src_md() const { return src_md(x_nhwc ? tag::nhwc : tag::nchw); }
@@ -160,13 +161,13 @@ struct Geometry {
             (ow - 1) * p.stride_x + (kw - 1) * p.dilate_x + 1 - w - p.pad_x};
   }
   dn::convolution_forward::primitive_desc forward_pd(dn::prop_kind kind) const {
-    const dn::memory::desc any_src = src_md(kActivations), any_dst = dst_md(kActivations), any_w = weights_md(true);
+    const dn::memory::desc src = src_md(kActivations), dst = dst_md(kActivations), any_w = weights_md(true);
     if (bias) {
-      return {dn::convolution_forward::desc(kind, dn::algorithm::convolution_direct, any_src, any_w, bias_md(), any_dst,
-                                            strides(), dilates(), pad_l(), pad_r()),
+      return {dn::convolution_forward::desc(kind, dn::algorithm::convolution_direct, src, any_w, bias_md(), dst, strides(),
+                                            dilates(), pad_l(), pad_r()),
               engine()};
     }
-    return {dn::convolution_forward::desc(kind, dn::algorithm::convolution_direct, any_src, any_w, any_dst, strides(),
+    return {dn::convolution_forward::desc(kind, dn::algorithm::convolution_direct, src, any_w, dst, strides(),
                                           dilates(), pad_l(), pad_r()),
             engine()};
   }

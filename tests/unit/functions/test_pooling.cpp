@@ -274,3 +274,54 @@ TEST(Pooling2D, Errors) {
       },
       {"global_average_pooling_2d", "int64"});
 }
+
+// ---- channels-last inputs (the layout convolutions hand pooling on the cpu) -----------------------
+
+TEST(Pooling2D, ChannelsLastKeepsLayoutAndMatchesReference) {
+  auto cl = [](const Array& a) { return a.to_memory_format(MemoryFormat::channels_last); };
+  for (bool is_max : {true, false}) {
+    SCOPED_TRACE(is_max ? "max" : "average");
+    auto f = [&](F::Int2 k, std::optional<F::Int2> s, F::Int2 p, bool cover) {
+      return is_max ? max_fn(k, s, p, cover) : avg_fn(k, s, p, cover);
+    };
+    // Threaded sizes, windows with padding and overlap, cover_all, float64 exactly.
+    expect_cpu_matches_reference(with_grad(f(2, std::nullopt, 0, false)), {cl(randn({16, 32, 24, 24}, Dtype::float32, 1))});
+    expect_cpu_matches_reference(with_grad(f(3, 2, 1, true)), {cl(randn({4, 16, 13, 11}, Dtype::float32, 2))});
+    expect_cpu_matches_reference(with_grad(f({2, 3}, F::Int2{1, 2}, {1, 0}, false)),
+                                 {cl(randn({2, 5, 7, 9}, Dtype::float64, 3))}, 1e-14, 1e-14);
+    expect_cpu_matches_reference(f(2, std::nullopt, 0, false),
+                                 {cl(randn({2, 6, 6, 6}, Dtype::float32, 4)).astype(Dtype::bfloat16)}, 1e-2, 1e-2);
+    // Outputs and x's gradient keep the layout, whatever layout gy comes in.
+    Variable x(cl(randn({2, 8, 6, 6}, Dtype::float32, 5)), true);
+    Variable y = f(2, std::nullopt, 0, false)({x})[0];
+    EXPECT_EQ(y.array().suggest_memory_format(), MemoryFormat::channels_last);
+    auto g = grad({y}, {x}, {Variable(Array::ones(y.shape()))});
+    EXPECT_EQ(g[0].array().suggest_memory_format(), MemoryFormat::channels_last);
+    // Gradients in float64, through the channels-last kernels.
+    Array x64 = cl(distinct({2, 4, 6, 7}));
+    check_backward(f(3, 2, 1, true), {x64});
+    check_double_backward(f(3, 2, 1, true), {x64}, {cl(randn({2, 4, 4, 4}, Dtype::float64, 6))});
+  }
+}
+
+TEST(MaxPooling2D, ChannelsLastTiesAndNans) {
+  // The first maximum of each window wins, and a NaN wins over numbers, as in NCHW.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Array x = Array::from_vector<double>({1, 1, 1, 1, 2, nan, 2, 0}, {1, 2, 2, 2}).to_memory_format(MemoryFormat::channels_last);
+  Variable xv(x, true);
+  Variable y = F::max_pooling_2d(xv, 2);
+  const auto yv = vec(y);
+  EXPECT_EQ(yv[0], 1.0);
+  EXPECT_TRUE(std::isnan(yv[1]));
+  auto g = grad({y}, {xv}, {Variable(Array::ones(y.shape(), Dtype::float64))});
+  EXPECT_EQ(vec(g[0]), (std::vector<double>{1, 0, 0, 0, 0, 1, 0, 0}));
+}
+
+TEST(Pooling2D, KernelRefusesAnOutputInNeitherLayout) {
+  const Array x = randn({1, 2, 4, 4}, Dtype::float32, 1);
+  const Array y = Array::empty({1, 2, 4, 2}, Dtype::float32).transpose({0, 1, 3, 2});  // (1, 2, 2, 4) transposed
+  const Pool2dParams p{2, 2, 2, 2, 0, 0};
+  expect_error<ValueError>(
+      [&] { RENSA_KERNEL(Device::cpu(), avg_pool2d_forward, "test")(x, y, p); },
+      {"avg_pool2d_forward", "(1, 2, 2, 4)", "not contiguous"});
+}
