@@ -305,16 +305,23 @@ TEST(Pooling2D, ChannelsLastKeepsLayoutAndMatchesReference) {
 }
 
 TEST(MaxPooling2D, ChannelsLastTiesAndNans) {
-  // The first maximum of each window wins, and a NaN wins over numbers, as in NCHW.
+  // The first maximum of each window wins, and a NaN wins over numbers, as in NCHW. (Two channels
+  // and two windows, so the output is channels-last only and the NHWC kernels run.)
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  Array x = Array::from_vector<double>({1, 1, 1, 1, 2, nan, 2, 0}, {1, 2, 2, 2}).to_memory_format(MemoryFormat::channels_last);
-  Variable xv(x, true);
-  Variable y = F::max_pooling_2d(xv, 2);
-  const auto yv = vec(y);
-  EXPECT_EQ(yv[0], 1.0);
-  EXPECT_TRUE(std::isnan(yv[1]));
-  auto g = grad({y}, {xv}, {Variable(Array::ones(y.shape(), Dtype::float64))});
-  EXPECT_EQ(vec(g[0]), (std::vector<double>{1, 0, 0, 0, 0, 1, 0, 0}));
+  Array x = Array::from_vector<double>({1, 1, 1, 1, 1, 1, 1, 1, 2, nan, 5, 5, 2, 0, 5, 5}, {1, 2, 2, 4})
+                .to_memory_format(MemoryFormat::channels_last);
+  for (Dtype dt : {Dtype::float64, Dtype::float32}) {
+    Variable xv(x.astype(dt).to_memory_format(MemoryFormat::channels_last), true);
+    Variable y = F::max_pooling_2d(xv, 2);
+    ASSERT_EQ(y.array().suggest_memory_format(), MemoryFormat::channels_last);
+    const auto yv = vec(y);
+    EXPECT_EQ(yv[0], 1.0);
+    EXPECT_EQ(yv[1], 1.0);
+    EXPECT_TRUE(std::isnan(yv[2]));
+    EXPECT_EQ(yv[3], 5.0);
+    auto g = grad({y}, {xv}, {Variable(Array::ones(y.shape(), dt))});
+    EXPECT_EQ(vec(g[0]), (std::vector<double>{1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0}));
+  }
 }
 
 TEST(Pooling2D, KernelRefusesAnOutputInNeitherLayout) {
