@@ -4,7 +4,8 @@
 //                  MomentumSGD (lr 0.01, momentum 0.9).
 //   --arch resnet: a ResNet-20-style network (3 stages of 3 basic blocks, 16/32/64 channels, batch
 //                  normalization) for 28x28 inputs, MomentumSGD (lr 0.1, momentum 0.9, weight decay
-//                  5e-4, lr x0.1 at 50% and 75% of training), random crops (pad 2) and flips.
+//                  5e-4), random crops (pad 2) and flips.
+// Both step the learning rate down x0.1 at 50% and 75% of training.
 // With --communicator (built with rensa::mn), data-parallel under mpirun as train_mnist is; --mnbn
 // takes the resnet's batch statistics over the global batch (multi-node batch normalization).
 //   build/release/examples/train_cnn --arch cnn --epoch 20
@@ -202,20 +203,18 @@ int main(int argc, char** argv) {
     rensa::training::StandardUpdater updater(train_iter, *optimizer);
     rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
 
-    if (resnet) {
-      const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
-      std::vector<int64_t> steps = {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4};
-      if (steps[0] == steps[1]) steps.pop_back();  // a run of a few iterations
-      trainer.extend(E::MultistepShift("lr", 0.1, steps));
-      if (bn_population) {
-        // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
-        trainer.extend(
-            [plain = train, batchsize, predictor](rensa::training::Trainer&) {
-              rensa::iterators::SerialIterator pass(plain, batchsize, {.repeat = false, .shuffle = false});
-              L::recompute_batch_norm_statistics(*predictor, pass);
-            },
-            "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
-      }
+    const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
+    std::vector<int64_t> steps = {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4};
+    if (steps[0] == steps[1]) steps.pop_back();  // a run of a few iterations
+    trainer.extend(E::MultistepShift("lr", 0.1, steps));
+    if (resnet && bn_population) {
+      // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
+      trainer.extend(
+          [plain = train, batchsize, predictor](rensa::training::Trainer&) {
+            rensa::iterators::SerialIterator pass(plain, batchsize, {.repeat = false, .shuffle = false});
+            L::recompute_batch_norm_statistics(*predictor, pass);
+          },
+          "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
     }
 #ifdef RENSA_WITH_MN
     std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;

@@ -25,7 +25,8 @@ Shape normalize_axes(const char* op, const Shape& axes, int64_t ndim, bool all_i
 MemoryFormat format_of(const Shape& shape, std::initializer_list<const Array*> operands);
 /// out = op(x) elementwise (a new array, in x's suggested layout).
 Array unary(const char* op, UnaryOp kop, const Array& x, double p0 = 0.0, double p1 = 0.0);
-/// out = op(a, b) with NumPy broadcasting, in the layout format_of gives; out dtype is the inputs' (or bool for comparisons when asked).
+/// out = op(a, b) with NumPy broadcasting, in the layout format_of gives; out dtype is the inputs'
+/// (or bool for comparisons when asked).
 Array binary(const char* op, BinaryOp kop, const Array& a, const Array& b, bool bool_out = false);
 /// A 0-d array holding `value` in `like`'s dtype and device.
 Array scalar_like(double value, const Array& like);

@@ -20,10 +20,11 @@ Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape&
 Variable max_pool_gather(const Variable& x, const Array& indices) {
   Array y = Array::empty(indices.shape(), x.dtype(), x.device(), indices.suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_gather, "max_pooling_2d")(x.array(), indices, y);
-  return record1("max_pooling_2d_gather", {x}, std::move(y),
-                 [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
-                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
-                 });
+  return record1(
+      "max_pooling_2d_gather", {x}, std::move(y),
+      [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+        return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
+      });
 }
 
 // gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
@@ -88,10 +89,11 @@ Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> strid
   Array y = Array::empty(y_shape, x.dtype(), x.device(), x.array().suggest_memory_format());
   Array indices = Array::empty(y_shape, Dtype::int32, x.device(), x.array().suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_forward, op)(x.array(), y, indices, p);
-  return record1(op, {x}, std::move(y),
-                 [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
-                   return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
-                 });
+  return record1(
+      op, {x}, std::move(y),
+      [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+        return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
+      });
 }
 
 Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride, Int2 pad, bool cover_all) {

@@ -294,9 +294,8 @@ void max_pool2d_backward(const Array& gy, const Array& indices, const Array& gx)
   const bool nhwc = runs_nhwc(gx);
   check_output("max_pool2d_backward", gx, nhwc);
   const Array gyc = in_layout(gy, nhwc), ic = in_layout(indices, nhwc);
-  dispatch_f32_f64(gx.dtype(), "max_pool2d_backward", [&]<class T>() {
-    nhwc ? nhwc::max_backward<T>(gyc, ic, gx) : max_backward<T>(gyc, ic, gx);
-  });
+  dispatch_f32_f64(gx.dtype(), "max_pool2d_backward",
+                   [&]<class T>() { nhwc ? nhwc::max_backward<T>(gyc, ic, gx) : max_backward<T>(gyc, ic, gx); });
 }
 
 void max_pool2d_gather(const Array& x, const Array& indices, const Array& y) {
@@ -325,9 +324,8 @@ void avg_pool2d_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   const bool nhwc = runs_nhwc(y);
   check_output("avg_pool2d_forward", y, nhwc);
   const Array xc = in_layout(x, nhwc);
-  dispatch_f32_f64(x.dtype(), "avg_pool2d_forward", [&]<class T>() {
-    nhwc ? nhwc::avg_forward<T>(xc, y, p) : avg_forward<T>(xc, y, p);
-  });
+  dispatch_f32_f64(x.dtype(), "avg_pool2d_forward",
+                   [&]<class T>() { nhwc ? nhwc::avg_forward<T>(xc, y, p) : avg_forward<T>(xc, y, p); });
 }
 
 void avg_pool2d_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
@@ -341,9 +339,8 @@ void avg_pool2d_backward(const Array& gy, const Array& gx, const Pool2dParams& p
   const bool nhwc = runs_nhwc(gx);
   check_output("avg_pool2d_backward", gx, nhwc);
   const Array gyc = in_layout(gy, nhwc);
-  dispatch_f32_f64(gx.dtype(), "avg_pool2d_backward", [&]<class T>() {
-    nhwc ? nhwc::avg_backward<T>(gyc, gx, p) : avg_backward<T>(gyc, gx, p);
-  });
+  dispatch_f32_f64(gx.dtype(), "avg_pool2d_backward",
+                   [&]<class T>() { nhwc ? nhwc::avg_backward<T>(gyc, gx, p) : avg_backward<T>(gyc, gx, p); });
 }
 
 }  // namespace rensa::backends::cpu

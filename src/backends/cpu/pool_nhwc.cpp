@@ -40,6 +40,22 @@ inline Span clip(int64_t start, int64_t k, int64_t size) {
   return {std::max<int64_t>(0, -start), std::min<int64_t>(k, size - start)};
 }
 
+// Calls f(image, out, y0, x0, sy, sx) for every output pixel, rows of pixels split among threads:
+// `image` is the pixel's input image, `out` the offset of its C outputs, (y0, x0) its window's
+// top-left corner (negative in the padding) and sy, sx the window's taps inside the image.
+template <class T, class F>
+void for_each_window(const Dims& d, const Pool2dParams& p, const T* px, int64_t work, F&& f) {
+  parallel_for(d.n * d.oh, work, [&](int64_t r) {
+    const int64_t n = r / d.oh, i = r % d.oh, y0 = i * p.stride_y - p.pad_y;
+    const Span sy = clip(y0, p.ksize_y, d.h);
+    const T* image = px + n * d.h * d.w * d.c;
+    for (int64_t j = 0; j < d.ow; ++j) {
+      const int64_t x0 = j * p.stride_x - p.pad_x;
+      f(image, (r * d.ow + j) * d.c, y0, x0, sy, clip(x0, p.ksize_x, d.w));
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -49,37 +65,32 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
   const T* px = x.data<T>();
   T* py = y.data<T>();
   int32_t* pi = indices.data<int32_t>();
-  parallel_for(d.n * d.oh, y.size() * p.ksize_y * p.ksize_x, [&](int64_t r) {
-    const int64_t n = r / d.oh, i = r % d.oh, y0 = i * p.stride_y - p.pad_y;
-    const Span sy = clip(y0, p.ksize_y, d.h);
-    const T* image = px + n * d.h * d.w * d.c;
-    for (int64_t j = 0; j < d.ow; ++j) {
-      const int64_t x0 = j * p.stride_x - p.pad_x;
-      const Span sx = clip(x0, p.ksize_x, d.w);
-      T* best = py + (r * d.ow + j) * d.c;
-      int32_t* arg = pi + (r * d.ow + j) * d.c;
-      // Start from the window's first element; the first maximum wins and a NaN wins over numbers
-      // (the reference backend's rule).
-      const auto first = static_cast<int32_t>((y0 + sy.lo) * d.w + x0 + sx.lo);
-      std::copy(image + first * d.c, image + (first + 1) * d.c, best);
-      std::fill(arg, arg + d.c, first);
-      for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
-        for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
-          const auto pos = static_cast<int32_t>((y0 + ky) * d.w + x0 + kx);
-          const T* v = image + pos * d.c;
-          // Selects by masks, on the bits: this vectorizes over channels where `take ? e : b` may not.
-          for (int64_t c = 0; c < d.c; ++c) {
-            const T b = best[c], e = v[c];
-            const bool take = (e > b) | ((e != e) & (b == b));
-            const Bits m = -static_cast<Bits>(take);
-            best[c] = std::bit_cast<T>(static_cast<Bits>((std::bit_cast<Bits>(e) & m) | (std::bit_cast<Bits>(b) & ~m)));
-            const auto m32 = static_cast<int32_t>(m);
-            arg[c] = (pos & m32) | (arg[c] & ~m32);
-          }
-        }
-      }
-    }
-  });
+  for_each_window(d, p, px, y.size() * p.ksize_y * p.ksize_x,
+                  [&](const T* image, int64_t out, int64_t y0, int64_t x0, Span sy, Span sx) {
+                    T* best = py + out;
+                    int32_t* arg = pi + out;
+                    // Start from the window's first element; the first maximum wins and a NaN wins over numbers
+                    // (the reference backend's rule).
+                    const auto first = static_cast<int32_t>((y0 + sy.lo) * d.w + x0 + sx.lo);
+                    std::copy(image + first * d.c, image + (first + 1) * d.c, best);
+                    std::fill(arg, arg + d.c, first);
+                    for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
+                      for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
+                        const auto pos = static_cast<int32_t>((y0 + ky) * d.w + x0 + kx);
+                        const T* v = image + pos * d.c;
+                        // Selects by masks, on the bits: this vectorizes over channels where `take ? e : b` may not.
+                        for (int64_t c = 0; c < d.c; ++c) {
+                          const T b = best[c], e = v[c];
+                          const bool take = (e > b) | ((e != e) & (b == b));
+                          const Bits m = -static_cast<Bits>(take);
+                          best[c] = std::bit_cast<T>(
+                              static_cast<Bits>((std::bit_cast<Bits>(e) & m) | (std::bit_cast<Bits>(b) & ~m)));
+                          const auto m32 = static_cast<int32_t>(m);
+                          arg[c] = (pos & m32) | (arg[c] & ~m32);
+                        }
+                      }
+                    }
+                  });
 }
 
 template <class T>
@@ -123,24 +134,18 @@ void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   const T inv = T(1) / static_cast<T>(p.ksize_y * p.ksize_x);
   const T* px = x.data<T>();
   T* py = y.data<T>();
-  parallel_for(d.n * d.oh, y.size() * p.ksize_y * p.ksize_x, [&](int64_t r) {
-    const int64_t n = r / d.oh, i = r % d.oh, y0 = i * p.stride_y - p.pad_y;
-    const Span sy = clip(y0, p.ksize_y, d.h);
-    const T* image = px + n * d.h * d.w * d.c;
-    for (int64_t j = 0; j < d.ow; ++j) {
-      const int64_t x0 = j * p.stride_x - p.pad_x;
-      const Span sx = clip(x0, p.ksize_x, d.w);
-      T* acc = py + (r * d.ow + j) * d.c;
-      std::fill(acc, acc + d.c, T(0));
-      for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
-        for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
-          const T* v = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
-          for (int64_t c = 0; c < d.c; ++c) acc[c] += v[c];
-        }
-      }
-      for (int64_t c = 0; c < d.c; ++c) acc[c] *= inv;
-    }
-  });
+  for_each_window(d, p, px, y.size() * p.ksize_y * p.ksize_x,
+                  [&](const T* image, int64_t out, int64_t y0, int64_t x0, Span sy, Span sx) {
+                    T* acc = py + out;
+                    std::fill(acc, acc + d.c, T(0));
+                    for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
+                      for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
+                        const T* v = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
+                        for (int64_t c = 0; c < d.c; ++c) acc[c] += v[c];
+                      }
+                    }
+                    for (int64_t c = 0; c < d.c; ++c) acc[c] *= inv;
+                  });
 }
 
 template <class T>

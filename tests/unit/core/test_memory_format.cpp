@@ -62,10 +62,16 @@ TEST(MemoryFormat, ConversionKeepsValues) {
 }
 
 TEST(MemoryFormat, Errors) {
-  expect_error<ShapeError>([] { Array::empty({2, 3}, Dtype::float32, Device::cpu(), MemoryFormat::channels_last); },
-                           {"Array::empty", "channels_last", "(2, 3)"});
-  expect_error<ShapeError>([] { Array::zeros({2, 3, 4}).to_memory_format(MemoryFormat::channels_last); },
-                           {"Array::to_memory_format", "channels_last", "(2, 3, 4)"});
+  expect_error<ShapeError>(
+      [] {
+        Array::empty({2, 3}, Dtype::float32, Device::cpu(), MemoryFormat::channels_last);
+      },
+      {"Array::empty", "channels_last", "(2, 3)"});
+  expect_error<ShapeError>(
+      [] {
+        Array::zeros({2, 3, 4}).to_memory_format(MemoryFormat::channels_last);
+      },
+      {"Array::to_memory_format", "channels_last", "(2, 3, 4)"});
 }
 
 TEST(MemoryFormat, ElementwiseOpsKeepChannelsLast) {
@@ -97,13 +103,14 @@ TEST(MemoryFormat, ReductionsOfChannelsLast) {
   const std::vector<Shape> axes_sets = {{0, 2, 3}, {0}, {2, 3}, {1}, {0, 1}, {0, 3}, {1, 2, 3}, {0, 1, 2, 3}};
   for (const Shape& axes : axes_sets) {
     SCOPED_TRACE(::testing::PrintToString(axes));
-    EXPECT_TRUE(allclose(F::sum(Variable(cl), axes, true).array(), F::sum(Variable(x), axes, true).array(), 1e-13,
-                         1e-13));
+    EXPECT_TRUE(
+        allclose(F::sum(Variable(cl), axes, true).array(), F::sum(Variable(x), axes, true).array(), 1e-13, 1e-13));
     EXPECT_TRUE(array_equal(F::max(Variable(cl), axes, true).array(), F::max(Variable(x), axes, true).array()));
   }
   // float32 sums accumulate in double either way: equal to the last bit.
   const Array x32 = randn({8, 32, 12, 12}, Dtype::float32, 5);
-  EXPECT_TRUE(array_equal(F::sum(Variable(channels_last(x32)), {0, 2, 3}).array(), F::sum(Variable(x32), {0, 2, 3}).array()));
+  EXPECT_TRUE(
+      array_equal(F::sum(Variable(channels_last(x32)), {0, 2, 3}).array(), F::sum(Variable(x32), {0, 2, 3}).array()));
 }
 
 TEST(MemoryFormat, ConvolutionOutputsAndGradientsAreChannelsLastOnCpu) {

@@ -391,18 +391,19 @@ TEST(Convolution2D, ChannelsLastInputsMatchReference) {
   // Channels-last x (no reorder), gradients in either layout, the cache keyed by layout.
   for (int rep = 0; rep < 2; ++rep) {
     expect_cpu_matches_reference(with_grads(conv_fn({.pad = 1})),
-                                 {cl(randn({4, 16, 12, 12}, Dtype::float32, 1)), randn({32, 16, 3, 3}, Dtype::float32, 2),
-                                  randn({32}, Dtype::float32, 3)},
+                                 {cl(randn({4, 16, 12, 12}, Dtype::float32, 1)),
+                                  randn({32, 16, 3, 3}, Dtype::float32, 2), randn({32}, Dtype::float32, 3)},
                                  1e-4, 1e-3);
     expect_cpu_matches_reference(with_grads(conv_fn({.stride = 2, .groups = 2})),
-                                 {randn({2, 8, 9, 10}, Dtype::float32, 4), randn({6, 4, 3, 3}, Dtype::float32, 5)}, 1e-4,
-                                 1e-3);
+                                 {randn({2, 8, 9, 10}, Dtype::float32, 4), randn({6, 4, 3, 3}, Dtype::float32, 5)},
+                                 1e-4, 1e-3);
   }
   expect_cpu_matches_reference(with_grads(deconv_fn({.stride = 2, .pad = 1})),
                                {cl(randn({2, 8, 6, 6}, Dtype::float32, 6)), randn({8, 4, 4, 4}, Dtype::float32, 7)},
                                1e-4, 1e-3);
   // float64 channels-last input: gradients checked numerically.
-  check_backward(conv_fn({.pad = 1}), {cl(randn({2, 3, 5, 5}, Dtype::float64, 8)), randn({4, 3, 3, 3}, Dtype::float64, 9)});
+  check_backward(conv_fn({.pad = 1}),
+                 {cl(randn({2, 3, 5, 5}, Dtype::float64, 8)), randn({4, 3, 3, 3}, Dtype::float64, 9)});
   // Chained layers see channels-last inputs and gradients all along.
   auto two_layers = [](const std::vector<Variable>& v) {
     Variable h = F::relu(F::convolution_2d(v[0], v[1], Variable(), {.pad = 1}));

@@ -285,7 +285,8 @@ TEST(Pooling2D, ChannelsLastKeepsLayoutAndMatchesReference) {
       return is_max ? max_fn(k, s, p, cover) : avg_fn(k, s, p, cover);
     };
     // Threaded sizes, windows with padding and overlap, cover_all, float64 exactly.
-    expect_cpu_matches_reference(with_grad(f(2, std::nullopt, 0, false)), {cl(randn({16, 32, 24, 24}, Dtype::float32, 1))});
+    expect_cpu_matches_reference(with_grad(f(2, std::nullopt, 0, false)),
+                                 {cl(randn({16, 32, 24, 24}, Dtype::float32, 1))});
     expect_cpu_matches_reference(with_grad(f(3, 2, 1, true)), {cl(randn({4, 16, 13, 11}, Dtype::float32, 2))});
     expect_cpu_matches_reference(with_grad(f({2, 3}, F::Int2{1, 2}, {1, 0}, false)),
                                  {cl(randn({2, 5, 7, 9}, Dtype::float64, 3))}, 1e-14, 1e-14);
@@ -328,7 +329,6 @@ TEST(Pooling2D, KernelRefusesAnOutputInNeitherLayout) {
   const Array x = randn({1, 2, 4, 4}, Dtype::float32, 1);
   const Array y = Array::empty({1, 2, 4, 2}, Dtype::float32).transpose({0, 1, 3, 2});  // (1, 2, 2, 4) transposed
   const Pool2dParams p{2, 2, 2, 2, 0, 0};
-  expect_error<ValueError>(
-      [&] { RENSA_KERNEL(Device::cpu(), avg_pool2d_forward, "test")(x, y, p); },
-      {"avg_pool2d_forward", "(1, 2, 2, 4)", "not contiguous"});
+  const auto kernel = RENSA_KERNEL(Device::cpu(), avg_pool2d_forward, "test");
+  expect_error<ValueError>([&] { kernel(x, y, p); }, {"avg_pool2d_forward", "(1, 2, 2, 4)", "not contiguous"});
 }
