@@ -38,10 +38,11 @@ Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape&
 Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape, MemoryFormat x_format);
 
 Variable avg_pool(const Variable& x, const Pool2dParams& p, const Shape& y_shape) {
-  Array y = Array::empty(y_shape, x.dtype(), x.device(), x.array().suggest_memory_format());
+  const MemoryFormat x_format = x.array().suggest_memory_format();
+  Array y = Array::empty(y_shape, x.dtype(), x.device(), x_format);
   if (y.size() > 0) RENSA_KERNEL(x.device(), avg_pool2d_forward, "average_pooling_2d")(x.array(), y, p);
   return record1("average_pooling_2d", {x}, std::move(y),
-                 [p, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
+                 [p, x_shape = x.shape(), x_format](const BackwardContext& ctx) {
                    return Grads{avg_pool_transpose(ctx.grad_output(), p, x_shape, x_format)};
                  });
 }
@@ -85,15 +86,14 @@ Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> strid
   const Int2 s = stride.value_or(ksize);
   const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
   const Pool2dParams p{ksize.y, ksize.x, s.y, s.x, pad.y, pad.x};
-  // The outputs (and through `indices`, the gradient) keep x's layout.
-  Array y = Array::empty(y_shape, x.dtype(), x.device(), x.array().suggest_memory_format());
-  Array indices = Array::empty(y_shape, Dtype::int32, x.device(), x.array().suggest_memory_format());
+  // The outputs and the gradient keep x's layout.
+  const MemoryFormat x_format = x.array().suggest_memory_format();
+  Array y = Array::empty(y_shape, x.dtype(), x.device(), x_format);
+  Array indices = Array::empty(y_shape, Dtype::int32, x.device(), x_format);
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_forward, op)(x.array(), y, indices, p);
-  return record1(
-      op, {x}, std::move(y),
-      [indices, x_shape = x.shape(), x_format = x.array().suggest_memory_format()](const BackwardContext& ctx) {
-        return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
-      });
+  return record1(op, {x}, std::move(y), [indices, x_shape = x.shape(), x_format](const BackwardContext& ctx) {
+    return Grads{max_pool_scatter(ctx.grad_output(), indices, x_shape, x_format)};
+  });
 }
 
 Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride, Int2 pad, bool cover_all) {

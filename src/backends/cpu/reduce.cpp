@@ -72,21 +72,25 @@ int64_t arg_run(bool is_max, const T* p, int64_t n, int64_t stride) {
 // True when x is dense (no gaps, no overlaps) and, in memory order, all its reduced axes come
 // before its kept axes, which keep their logical order: x is then rsize rows of ksize elements.
 bool reduced_outermost(const Array& x, const std::vector<char>& red) {
-  if (x.size() == 0) return false;
-  std::vector<std::size_t> order;
+  // On the stack: this runs for every sum, small ones included.
+  constexpr std::size_t kMaxAxes = 16;
+  if (x.size() == 0 || x.shape().size() > kMaxAxes) return false;
+  std::size_t order[kMaxAxes];
+  std::size_t n = 0;
   for (std::size_t i = 0; i < x.shape().size(); ++i) {
-    if (x.shape()[i] != 1) order.push_back(i);
+    if (x.shape()[i] != 1) order[n++] = i;
   }
   const Shape& st = x.strides();
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return st[a] > st[b]; });
+  std::stable_sort(order, order + n, [&](std::size_t a, std::size_t b) { return st[a] > st[b]; });
   int64_t expected = 1;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (st[*it] != expected) return false;
-    expected *= x.shape()[*it];
+  for (std::size_t k = n; k-- > 0;) {
+    if (st[order[k]] != expected) return false;
+    expected *= x.shape()[order[k]];
   }
   bool in_kept = false;
   std::size_t last_kept = 0;
-  for (std::size_t a : order) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t a = order[k];
     if (red[a]) {
       if (in_kept) return false;
     } else {
