@@ -46,6 +46,35 @@ std::string format_filename(const std::string& pattern, const training::Trainer&
   return out;
 }
 
+bool filename_matches(std::string_view pattern, std::string_view name) {
+  // Literal text must match; each "{field}" matches one or more characters other than '/'.
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < pattern.size()) {
+    const char c = pattern[i];
+    if ((c == '{' || c == '}') && i + 1 < pattern.size() && pattern[i + 1] == c) {
+      if (j >= name.size() || name[j] != c) return false;
+      i += 2;
+      ++j;
+      continue;
+    }
+    if (c != '{') {
+      if (j >= name.size() || name[j] != c) return false;
+      ++i;
+      ++j;
+      continue;
+    }
+    const std::size_t close = pattern.find('}', i);
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = pattern.substr(close + 1);
+    for (std::size_t k = j + 1; k <= name.size() && name[k - 1] != '/'; ++k) {
+      if (filename_matches(rest, name.substr(k))) return true;
+    }
+    return false;
+  }
+  return j == name.size();
+}
+
 Snapshot::Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename,
                    training::Trigger trigger, int n_retains, std::string default_name)
     : target_(std::move(target)),
@@ -60,6 +89,16 @@ Snapshot::Snapshot(std::function<void(serializers::Serializer&)> target, std::st
 
 std::string Snapshot::path_for(const training::Trainer& trainer) const {
   return (std::filesystem::path(trainer.out()) / format_filename(filename_, trainer)).string();
+}
+
+void Snapshot::initialize(training::Trainer& trainer) {
+  // Files of this snapshot's pattern only; a pattern with fields in its directory part is left alone.
+  const std::filesystem::path pattern(filename_);
+  const std::string dir_part = pattern.parent_path().string();
+  if (dir_part.find('{') != std::string::npos) return;
+  const std::string file_part = pattern.filename().string();
+  serializers::remove_stale_temporaries((std::filesystem::path(trainer.out()) / dir_part).string(),
+                                        [&](std::string_view f) { return filename_matches(file_part, f); });
 }
 
 void Snapshot::operator()(training::Trainer& trainer) {

@@ -295,7 +295,19 @@ void MultiNodeOptimizer::reduce_and_update(bool overlapped) {
   if (previous.empty()) return;
   wait_all(previous);
   for (InFlight& f : previous) {
-    for (std::size_t i = 0; i < f.params.size(); ++i) f.params[i].set_grad(Variable(f.grads[i]));
+    for (std::size_t i = 0; i < f.params.size(); ++i) {
+      const Variable& p = f.params[i];
+      const Array& g = f.grads[i];
+      // Only gradients loaded from a snapshot can disagree: averaged ones were taken from p itself.
+      const bool initialized = !p.array().is_null();
+      RENSA_CHECK(initialized && p.shape() == g.shape() && p.dtype() == g.dtype(), ValueError,
+                  "MultiNodeOptimizer::update: the pending gradient of parameter '", p.name(), "' is ",
+                  g.shape(), " ", g.dtype(), " but the parameter is ",
+                  initialized ? to_string(p.shape()) + " " + std::string(dtype_name(p.dtype()))
+                              : std::string("uninitialized"),
+                  " (was the snapshot written for another model?)");
+      p.set_grad(Variable(g));
+    }
   }
   actual_->update();
   sync_counters();
@@ -351,12 +363,18 @@ void MultiNodeOptimizer::serialize(serializers::Serializer& s) {
   int64_t n = 0;
   ms.scalar("n_pending", n);
   if (n == 0) return;
+  // Lazily initialized parameters may still be uninitialized here (the updater loads the optimizer
+  // before the model): a gradient then takes its shape from the file and is matched against the
+  // parameter when it is applied, in reduce_and_update.
   InFlight f;
   serializers::Serializer& ps = ms.child("pending");
-  for (const auto& [path, p] : target_->namedparams(false)) {
+  for (const auto& [path, p] : target_->namedparams(true)) {
     if (!ps.contains(path.substr(1))) continue;
-    Array g = Array::zeros(p.shape(), p.dtype(), p.device());
+    const bool initialized = !p.array().is_null();
+    Array g;
+    if (initialized) g = Array::zeros(p.shape(), p.dtype(), p.device());
     ps.array(path.substr(1), g);
+    if (!initialized) g = g.copy();  // an adopted array may alias the deserializer's
     f.params.push_back(p);
     f.grads.push_back(std::move(g));
   }

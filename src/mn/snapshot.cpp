@@ -49,30 +49,39 @@ std::string MultiNodeSnapshot::path_for(const training::Trainer& trainer, int64_
   return (std::filesystem::path(directory_of(trainer, directory)) / file).string();
 }
 
-std::vector<int64_t> MultiNodeSnapshot::local_iterations(const training::Trainer& trainer,
-                                                         const std::string& directory) const {
+std::optional<int64_t> MultiNodeSnapshot::iteration_of(std::string_view file) const {
   const std::string prefix = options_.name + "_iter_";
   const std::string suffix =
       "_rank_" + std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+  if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+      file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return std::nullopt;
+  }
+  const std::string_view digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoll(std::string(digits));
+}
+
+std::vector<int64_t> MultiNodeSnapshot::local_iterations(const training::Trainer& trainer,
+                                                         const std::string& directory) const {
   std::vector<int64_t> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(directory_of(trainer, directory), ec)) {
-    const std::string f = entry.path().filename().string();
-    if (f.size() <= prefix.size() + suffix.size() || f.compare(0, prefix.size(), prefix) != 0 ||
-        f.compare(f.size() - suffix.size(), suffix.size(), suffix) != 0) {
-      continue;
-    }
-    const std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
-    if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        })) {
-      continue;
-    }
-    if (!entry.is_regular_file(ec)) continue;
-    out.push_back(std::stoll(digits));
+    const auto it = iteration_of(entry.path().filename().string());
+    if (!it || !entry.is_regular_file(ec)) continue;
+    out.push_back(*it);
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+void MultiNodeSnapshot::initialize(training::Trainer& trainer) {
+  // Only this rank's own file names: other ranks may be writing theirs into the same directory.
+  serializers::remove_stale_temporaries(directory_of(trainer, ""),
+                                        [this](std::string_view f) { return iteration_of(f).has_value(); });
 }
 
 void MultiNodeSnapshot::operator()(training::Trainer& trainer) {

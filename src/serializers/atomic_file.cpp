@@ -2,6 +2,7 @@
 // directory. A reader of `path` sees either the old file or the whole new one, never a mix.
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,9 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <thread>
 
 #include "rensa/core/error.h"
+#include "rensa/serializers/npz.h"
 #include "src/serializers/npz_internal.h"
 
 namespace rensa::serializers::detail {
@@ -32,7 +35,69 @@ std::string temp_name(const std::string& base, int attempt) {
                                  "-", attempt);
 }
 
+bool all_of(std::string_view s, bool (*pred)(char)) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!pred(c)) return false;
+  }
+  return true;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+
 }  // namespace
+
+std::optional<TempFileName> parse_temp_name(std::string_view name) {
+  // ".<base>.tmp<pid>-<hex>-<attempt>", as temp_name writes it.
+  if (name.size() < 2 || name[0] != '.') return std::nullopt;
+  const std::size_t tmp = name.rfind(".tmp");
+  if (tmp == std::string_view::npos || tmp < 2) return std::nullopt;
+  const std::string_view tail = name.substr(tmp + 4);
+  const std::size_t dash1 = tail.find('-');
+  const std::size_t dash2 = dash1 == std::string_view::npos ? dash1 : tail.find('-', dash1 + 1);
+  if (dash2 == std::string_view::npos) return std::nullopt;
+  const std::string_view pid = tail.substr(0, dash1);
+  if (!all_of(pid, is_digit) || pid.size() > 9 || !all_of(tail.substr(dash1 + 1, dash2 - dash1 - 1), is_hex) ||
+      !all_of(tail.substr(dash2 + 1), is_digit)) {
+    return std::nullopt;
+  }
+  return TempFileName{std::string(name.substr(1, tmp - 1)), std::stol(std::string(pid))};
+}
+
+}  // namespace rensa::serializers::detail
+
+namespace rensa::serializers {
+
+std::vector<std::string> remove_stale_temporaries(const std::string& directory,
+                                                  const std::function<bool(std::string_view)>& is_target) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  fs::directory_iterator it(directory, ec);
+  if (ec) return removed;  // no directory yet: nothing was left behind
+  const long self = static_cast<long>(::getpid());
+  for (const fs::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    const auto parsed = detail::parse_temp_name(name);
+    if (!parsed || !is_target(parsed->target)) continue;
+    // A writer that is still alive on this host may be about to rename its file.
+    if (parsed->pid == self || ::kill(static_cast<pid_t>(parsed->pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code fec;
+    if (!entry.is_regular_file(fec)) continue;
+    if (fs::remove(entry.path(), fec)) {
+      removed.push_back(entry.path().string());
+    } else if (fec) {
+      std::cerr << "remove_stale_temporaries: cannot remove '" << entry.path().string() << "': " << fec.message()
+                << "\n";
+    }
+  }
+  return removed;
+}
+
+}  // namespace rensa::serializers
+
+namespace rensa::serializers::detail {
 
 void MemorySource::read(uint64_t offset, void* dst, std::size_t n) const {
   // Callers validate ranges; this guards against a bug turning into an out-of-bounds read.

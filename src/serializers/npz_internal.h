@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "rensa/core/array.h"
 
@@ -50,6 +52,15 @@ class StringSink final : public ByteSink {
  private:
   std::string bytes_;
 };
+
+/// A temporary file name of AtomicFileWriter, taken apart: the file it was to become and the
+/// writer's process id.
+struct TempFileName {
+  std::string target;
+  long pid = 0;
+};
+/// Parses ".<target>.tmp<pid>-<hex>-<attempt>"; std::nullopt for any other name.
+std::optional<TempFileName> parse_temp_name(std::string_view name);
 
 /// Writes `path` atomically: the bytes go to a new temporary file in the same directory, which
 /// commit() flushes, fsyncs, renames over `path` and makes durable by fsyncing the directory.

@@ -71,11 +71,13 @@ struct Result {
 };
 
 // Trains until iteration `stop`, snapshotting every 3 iterations into `dir`; resumes first when
-// `resume` is set.
-Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering) {
+// `resume` is set. With `lazy`, l1's W is inferred at the first call, so a resumed run loads the
+// optimizer (and its pending gradients) while W does not exist yet.
+Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering, bool lazy = false) {
   Communicator c = comm();
+  rensa::seed(5);  // the lazy W is drawn from the default generator
   const auto data = scatter_dataset(numbered(40), c, {.shuffle = true, .seed = 2});
-  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
+  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11, lazy));
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c,
                                          {.double_buffering = double_buffering, .bucket_cap = 128});
   opt->setup(model);
@@ -92,21 +94,28 @@ Result train(const std::string& dir, int64_t stop, bool resume, bool double_buff
   return r;
 }
 
-void expect_bitwise_resume(bool double_buffering) {
+void expect_bitwise_resume(bool double_buffering, bool lazy = false) {
   Communicator c = comm();
   SharedDir whole, parts;
-  const Result want = train(whole.path(), 12, false, double_buffering);
-  train(parts.path(), 7, false, double_buffering);  // snapshots at 3 and 6
-  const Result got = train(parts.path(), 12, true, double_buffering);
+  const Result want = train(whole.path(), 12, false, double_buffering, lazy);
+  train(parts.path(), 7, false, double_buffering, lazy);  // snapshots at 3 and 6
+  const Result got = train(parts.path(), 12, true, double_buffering, lazy);
   ASSERT_TRUE(got.loaded.has_value());
   EXPECT_EQ(*got.loaded, 6);
   EXPECT_EQ(got.iteration, 12);
-  EXPECT_EQ(got.params, want.params) << "double buffering " << double_buffering;
+  EXPECT_EQ(got.params, want.params) << "double buffering " << double_buffering << ", lazy " << lazy;
 }
 
 TEST(MultiNodeSnapshot, ResumeIsBitForBit) { expect_bitwise_resume(false); }
 
 TEST(MultiNodeSnapshot, ResumeIsBitForBitWithDoubleBuffering) { expect_bitwise_resume(true); }
+
+// Regression: resuming with double buffering and a lazily initialized link failed with "6 pending
+// gradients were saved but 3 match parameters of the model".
+TEST(MultiNodeSnapshot, ResumeIsBitForBitWithLazyLinks) {
+  expect_bitwise_resume(false, true);
+  expect_bitwise_resume(true, true);
+}
 
 TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {
   Communicator c = comm();
@@ -154,6 +163,33 @@ TEST(MultiNodeSnapshot, RetainsTheNewestFiles) {
   trainer.run();
   EXPECT_EQ(snap->local_iterations(trainer), (std::vector<int64_t>{4, 5}));
   EXPECT_TRUE(fs::exists(snap->path_for(trainer, 5)));
+}
+
+// Regression: a rank killed while writing left ".snapshot_mn_iter_…npz.tmpPID-…" forever. Each rank
+// removes the stale temporaries of its own file names, and nothing else.
+TEST(MultiNodeSnapshot, RemovesStaleTemporariesOfItsOwnFiles) {
+  Communicator c = comm();
+  SharedDir dir;
+  // Above any pid_max, so no process on this host has it.
+  const std::string dead = "999999999";
+  const auto temp = [&](int rank, int size) {
+    return (fs::path(dir.path()) / (".snapshot_mn_iter_3_rank_" + std::to_string(rank) + "_of_" +
+                                    std::to_string(size) + ".npz.tmp" + dead + "-ab12-0"))
+        .string();
+  };
+  const std::string other_job = temp(0, c.size() + 1);
+  const std::string other_name = (fs::path(dir.path()) / (".model.npz.tmp" + dead + "-ab12-0")).string();
+  if (c.rank() == 0) {
+    for (int r = 0; r < c.size(); ++r) std::ofstream(temp(r, c.size())) << "partial";
+    std::ofstream(other_job) << "another job's";
+    std::ofstream(other_name) << "another writer's";
+  }
+  c.barrier();
+  train(dir.path(), 2, true, false);
+  c.barrier();
+  for (int r = 0; r < c.size(); ++r) EXPECT_FALSE(fs::exists(temp(r, c.size()))) << "rank " << r;
+  EXPECT_TRUE(fs::exists(other_job));
+  EXPECT_TRUE(fs::exists(other_name));
 }
 
 TEST(MultiNodeSnapshot, Errors) {

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "rensa/serializers/npz.h"
@@ -27,6 +28,9 @@ class Snapshot : public training::Extension {
            int n_retains = -1, std::string default_name = "snapshot");
 
   void operator()(training::Trainer& trainer) override;
+  /// Removes the temporary files of this extension's file names that a killed run left behind
+  /// (serializers::remove_stale_temporaries); other files are untouched.
+  void initialize(training::Trainer& trainer) override;
   training::Trigger default_trigger() const override { return trigger_; }
   int default_priority() const override { return -100; }
   std::string default_name() const override { return default_name_; }
@@ -58,5 +62,8 @@ Snapshot snapshot_object(T& target, std::string filename, training::Trigger trig
 /// Replaces "{.updater.iteration}", "{.updater.epoch}", "{.updater.epoch_detail}", "{iteration}",
 /// "{epoch}" in `pattern` with the trainer's values; ValueError naming an unknown field.
 std::string format_filename(const std::string& pattern, const training::Trainer& trainer);
+/// True when `name` is a file name format_filename could make from `pattern` (each field stands
+/// for one or more characters other than '/').
+bool filename_matches(std::string_view pattern, std::string_view name);
 
 }  // namespace rensa::extensions

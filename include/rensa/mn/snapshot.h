@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rensa/mn/communicator.h"
@@ -39,6 +40,9 @@ class MultiNodeSnapshot : public training::Extension {
   MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions options = {});
 
   void operator()(training::Trainer& trainer) override;
+  /// Removes the temporary files of this rank's snapshots that a killed run left behind
+  /// (serializers::remove_stale_temporaries); other files are untouched.
+  void initialize(training::Trainer& trainer) override;
   training::Trigger default_trigger() const override { return options_.trigger; }
   int default_priority() const override { return -100; }
   std::string default_name() const override { return "multi_node_snapshot"; }
@@ -57,6 +61,8 @@ class MultiNodeSnapshot : public training::Extension {
   /// The path of this rank's file for `iteration` in `directory` (default: where this extension
   /// writes).
   std::string path_for(const training::Trainer& trainer, int64_t iteration, const std::string& directory = "") const;
+  /// The iteration of a file name of this rank's snapshots, or std::nullopt for any other name.
+  std::optional<int64_t> iteration_of(std::string_view file) const;
 
  private:
   std::string directory_of(const training::Trainer& trainer, const std::string& directory) const;

@@ -4,8 +4,11 @@
 /// snapshots. Files are written atomically: a temporary file in the same directory, fsync, rename.
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "rensa/core/array.h"
 #include "rensa/serializers/serializer.h"
@@ -21,6 +24,13 @@ namespace rensa::serializers {
 /// clock: equal arrays give equal bytes. Throws ValueError for a null array or an empty name,
 /// IOError naming the file when it cannot be written (the old file, if any, is then untouched).
 void write_npz(const std::string& path, const std::map<std::string, Array>& arrays);
+/// Removes the temporary files that atomic writes (write_npz, save_npz, snapshots) left in
+/// `directory` when their process died before renaming them: names ".<target>.tmp<pid>-<hex>-<n>"
+/// whose <target> satisfies `is_target` and whose process is not alive on this host. Other files,
+/// and temporaries of live processes, are left alone. Returns the paths removed; a missing directory
+/// removes nothing; a file that cannot be removed is reported on stderr and skipped.
+std::vector<std::string> remove_stale_temporaries(const std::string& directory,
+                                                  const std::function<bool(std::string_view)>& is_target);
 /// The bytes write_npz would write (for sending a model over a wire, say).
 std::string encode_npz(const std::map<std::string, Array>& arrays);
 /// Reads every array of an .npz (stored or deflate-compressed, as numpy.savez and

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -374,6 +376,47 @@ TEST(Snapshot, FileNamesRetentionAndObjects) {
   EXPECT_EQ(E::format_filename("a{{b}}_{epoch}", trainer), "a{b}_2");
   rensa::test::expect_error<rensa::ValueError>([&] { E::format_filename("x_{.updater.foo}", trainer); },
                                                {"format_filename", "{.updater.foo}", "{.updater.iteration}"});
+}
+
+// The process id of a child that has exited: a writer that died.
+long dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return static_cast<long>(pid);
+}
+
+// Regression: a run killed while writing a snapshot left its temporary file forever.
+TEST(Snapshot, RemovesStaleTemporariesOfItsOwnNamesOnly) {
+  TempDir dir("snapshot");
+  const std::string dead = std::to_string(dead_pid());
+  const std::string mine = std::to_string(::getpid());
+  const std::vector<std::string> stale = {".snap_0_2.tmp" + dead + "-1f2e3d-0", ".snap_1_4.tmp" + dead + "-abc-12"};
+  const std::vector<std::string> kept = {
+      ".snap_1_4.tmp" + mine + "-abc-0",     // a live writer's
+      ".other_3.tmp" + dead + "-abc-0",      // another extension's name
+      ".snap_1_4.tmpx" + dead + "-abc-0",    // not the temporary-name pattern
+      "snap_0_2.tmp" + dead + "-abc-0",      // not hidden
+      "snap_0_2"};
+  for (const auto& f : stale) std::ofstream(dir / f) << "partial";
+  for (const auto& f : kept) std::ofstream(dir / f) << "keep";
+  FakeUpdater updater(3);
+  Trainer trainer(updater, {1, "iteration"}, dir.path());
+  trainer.extend(E::snapshot("snap_{.updater.epoch}_{.updater.iteration}", {2, "iteration"}));
+  trainer.run();
+  std::set<std::string> want(kept.begin(), kept.end());
+  EXPECT_EQ(listing(dir.path()), want);
+}
+
+TEST(Snapshot, FilenameMatches) {
+  EXPECT_TRUE(E::filename_matches("snapshot_iter_{.updater.iteration}", "snapshot_iter_120"));
+  EXPECT_TRUE(E::filename_matches("a{{b}}_{epoch}.npz", "a{b}_7.npz"));
+  EXPECT_TRUE(E::filename_matches("s_{epoch}_{iteration}", "s_1_2_3"));
+  EXPECT_FALSE(E::filename_matches("snapshot_iter_{iteration}", "snapshot_iter_"));
+  EXPECT_FALSE(E::filename_matches("snapshot_iter_{iteration}", "snapshot_iter_1/x"));
+  EXPECT_FALSE(E::filename_matches("snapshot_iter_{iteration}", "model_iter_1"));
+  EXPECT_FALSE(E::filename_matches("model.npz", "model.npz.bak"));
+  EXPECT_FALSE(E::filename_matches("x_{iteration", "x_1"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // NumPy is installed, NumPy itself), atomic writes, and malformed input of every kind.
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <sstream>
@@ -430,6 +431,37 @@ TEST(NpzAtomicWrite, LargeArraysBypassTheBuffer) {
   const auto back = S::read_npz(dir.file("big.npz"));
   EXPECT_TRUE(same_array(back.at("big"), big));
   EXPECT_TRUE(same_array(back.at("z"), Array::ones({2})));
+}
+
+TEST(NpzAtomicWrite, TemporaryNamesParse) {
+  TempDir dir;
+  S::detail::AtomicFileWriter w(dir.file("m.v1.npz"), "test");
+  const auto parsed = S::detail::parse_temp_name(std::filesystem::path(w.temp_path()).filename().string());
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->target, "m.v1.npz");
+  EXPECT_EQ(parsed->pid, static_cast<long>(::getpid()));
+  for (const char* bad : {"m.npz", ".m.npz", ".m.npz.tmp", ".m.npz.tmp12-ab", ".m.npz.tmp12-xy-0", ".m.npz.tmp-ab-0",
+                          ".m.npz.tmp12-ab-", ".tmp12-ab-0", ".m.npz.tmp1234567890123-ab-0"}) {
+    EXPECT_FALSE(S::detail::parse_temp_name(bad).has_value()) << bad;
+  }
+}
+
+TEST(NpzAtomicWrite, RemovesStaleTemporariesOnly) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a writer that died
+  const std::string dead = std::to_string(child);
+  std::ofstream(dir.file(".a.npz.tmp" + dead + "-ff-0")) << "partial";
+  std::ofstream(dir.file(".b.npz.tmp" + dead + "-ff-0")) << "other target";
+  std::ofstream(dir.file(".a.npz.tmp" + std::to_string(::getpid()) + "-ff-1")) << "live writer";
+  std::ofstream(dir.file("a.npz")) << "complete";
+  std::filesystem::create_directory(dir.file(".a.npz.tmp" + dead + "-ff-2"));  // not a regular file
+  const auto removed = S::remove_stale_temporaries(dir.path().string(), [](std::string_view t) { return t == "a.npz"; });
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(removed[0]).filename().string(), ".a.npz.tmp" + dead + "-ff-0");
+  EXPECT_EQ(dir.listing().size(), 4u);
+  EXPECT_TRUE(S::remove_stale_temporaries(dir.file("missing"), [](std::string_view) { return true; }).empty());
 }
 
 // ---- malformed files ---------------------------------------------------------------------------
