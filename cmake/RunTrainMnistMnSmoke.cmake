@@ -7,9 +7,25 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 separate_arguments(cmd UNIX_COMMAND "${MPI_COMMAND}")
 
 set(common --communicator flat --batchsize 1000 --unit 50 --out result)
-smoke_run(TRUE ${cmd} ${common} --epoch 1)
+smoke_run(TRUE ${cmd} ${common} --epoch 1 --timeout 120)
 # 60000 examples on 2 ranks in batches of 1000: 30 iterations per epoch.
 smoke_expect_outputs(result snapshot_mn_iter_30_rank_0_of_2.npz snapshot_mn_iter_30_rank_1_of_2.npz)
 
 smoke_run(TRUE ${cmd} ${common} --epoch 2 --resume result)
 smoke_expect_file(result/snapshot_mn_iter_60_rank_1_of_2.npz "the resumed run with 2 ranks did not reach iteration 60")
+
+# Two ranks without --communicator would each train alone into the same --out: refused.
+smoke_run(FALSE ${cmd} --epoch 1 --out alone)
+if(NOT smoke_output MATCHES "rank [01]: train_mnist: this is process [01] of 2 started by an MPI launcher, but --communicator is not given")
+  message(FATAL_ERROR "two ranks without --communicator must be refused, got: ${smoke_output}")
+endif()
+if(EXISTS "${WORK_DIR}/alone")
+  message(FATAL_ERROR "the refused run wrote alone/")
+endif()
+# An error on every rank: one whole line each, prefixed with the rank.
+smoke_run(FALSE ${cmd} --communicator nosuch --epoch 1)
+foreach(rank 0 1)
+  if(NOT smoke_output MATCHES "(^|\n)rank ${rank}: train_mnist: create_communicator[^\n]*nosuch")
+    message(FATAL_ERROR "rank ${rank}'s error line is missing or broken, got: ${smoke_output}")
+  endif()
+endforeach()

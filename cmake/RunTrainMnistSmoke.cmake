@@ -14,3 +14,15 @@ smoke_run(FALSE "${TRAIN_MNIST}" --epoch abc)
 if(NOT smoke_output MATCHES "epoch")
   message(FATAL_ERROR "a bad --epoch value must fail with a message naming the flag, got: ${smoke_output}")
 endif()
+
+# Regressions: a negative seed was taken modulo 2^64; a regular file as --dataset-dir was reported
+# as missing.
+smoke_run(FALSE "${TRAIN_MNIST}" --seed -1)
+if(NOT smoke_output MATCHES "--seed")
+  message(FATAL_ERROR "a negative --seed must fail with a message naming the flag, got: ${smoke_output}")
+endif()
+file(WRITE "${WORK_DIR}/not_a_dir" "x")
+smoke_run(FALSE "${TRAIN_MNIST}" --epoch 1 --dataset-dir not_a_dir)
+if(NOT smoke_output MATCHES "not_a_dir is not a directory")
+  message(FATAL_ERROR "a regular file as --dataset-dir must be named as not a directory, got: ${smoke_output}")
+endif()

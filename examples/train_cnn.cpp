@@ -12,6 +12,8 @@
 //   build/release/examples/train_cnn --arch resnet --epoch 30 --bn-population
 //   scripts/mpirun -n 2 build/release/examples/train_cnn --arch resnet --communicator flat --mnbn
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -115,7 +117,10 @@ int main(int argc, char** argv) {
   app.add_option("-u,--unit", unit, "Units in the hidden fully connected layer (cnn)")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
   app.add_option("-r,--resume", resume, "Resume from this snapshot")->check(CLI::ExistingPath);
-  app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation");
+  app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
+          "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
   app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")
@@ -133,6 +138,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
   app.add_flag("--mnbn", mnbn,
                "resnet with --communicator: batch normalization over the batches of all ranks (multi-node)");
+  double timeout = -1;
+  app.add_option("--timeout", timeout,
+                 "With --communicator: seconds a rank may wait in one communication before it ends the job "
+                 "(0: never; default: RENSA_MN_TIMEOUT, else 300)")
+      ->check(CLI::Range(0.0, 1e9));
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
 #endif
   CLI11_PARSE(app, argc, argv);
@@ -140,8 +150,17 @@ int main(int argc, char** argv) {
   try {
 #ifdef RENSA_WITH_MN
     if (!communicator.empty()) {
-      comm = rensa::mn::create_communicator(communicator, argc, argv,
-                                            {.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)});
+      rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)};
+      if (timeout >= 0) options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000));
+      comm = rensa::mn::create_communicator(communicator, argc, argv, options);
+    } else if (const auto launched = rensa::mn::launched_rank(); launched && launched->size > 1) {
+      // Each process would train alone on all the data and write the same --out.
+      rensa::mn::print_error_line("train_cnn", "this is process " + std::to_string(launched->rank) + " of " +
+                                                   std::to_string(launched->size) +
+                                                   " started by an MPI launcher, but --communicator is not given; "
+                                                   "pass --communicator flat to train data-parallel, or start one "
+                                                   "process");
+      return 2;
     }
     const bool multi = comm.valid();
     const int rank = multi ? comm.rank() : 0;
@@ -242,7 +261,7 @@ int main(int argc, char** argv) {
 #ifdef RENSA_WITH_MN
     if (!resume.empty() && multi) {
       if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
-        if (rank == 0) std::cerr << "train_cnn: no snapshot in '" << resume << "' that every rank has\n";
+        if (rank == 0) rensa::mn::print_error_line("train_cnn", "no snapshot in '" + resume + "' that every rank has");
         return 1;
       }
       resume.clear();
@@ -251,10 +270,13 @@ int main(int argc, char** argv) {
     if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
     trainer.run();
   } catch (const rensa::Error& e) {
-    std::cerr << "train_cnn: " << e.what() << '\n';
 #ifdef RENSA_WITH_MN
-    // A rank that returns while the others wait would hang the job: end it loudly instead.
+    // A rank that returns while the others wait would hang the job: end it loudly instead (one line
+    // naming the rank and host, then the job is aborted).
     if (comm.valid() && comm.size() > 1) throw;
+    rensa::mn::print_error_line("train_cnn", e.what());
+#else
+    std::cerr << "train_cnn: " << e.what() << '\n';
 #endif
     return 1;
   }

@@ -5,6 +5,8 @@
 //   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <iostream>
 
 #include "rensa/mn.h"
@@ -41,7 +43,9 @@ int main(int argc, char** argv) {
                  "Resume from this snapshot (with --communicator: from the newest one every rank has in this "
                  "directory)")
       ->check(CLI::ExistingPath);
-  app.add_option("--seed", seed, "Seed of initialization and shuffling");
+  app.add_option("--seed", seed, "Seed of initialization and shuffling")->check(CLI::Validator(
+          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
+          "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
   app.add_option("--communicator", communicator,
@@ -54,13 +58,27 @@ int main(int argc, char** argv) {
   app.add_flag("--double-buffering", double_buffering,
                "With --communicator: apply each step's averaged gradients one step late, averaging them while "
                "the next step computes");
+  double timeout = -1;
+  app.add_option("--timeout", timeout,
+                 "With --communicator: seconds a rank may wait in one communication before it ends the job "
+                 "(0: never; default: RENSA_MN_TIMEOUT, else 300)")
+      ->check(CLI::Range(0.0, 1e9));
   CLI11_PARSE(app, argc, argv);
 
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
   try {
     if (!communicator.empty()) {
-      comm = rensa::mn::create_communicator(communicator, argc, argv,
-                                            {.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)});
+      rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)};
+      if (timeout >= 0) options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000));
+      comm = rensa::mn::create_communicator(communicator, argc, argv, options);
+    } else if (const auto launched = rensa::mn::launched_rank(); launched && launched->size > 1) {
+      // Each process would train alone on all the data and write the same --out.
+      rensa::mn::print_error_line("train_mnist", "this is process " + std::to_string(launched->rank) + " of " +
+                                                     std::to_string(launched->size) +
+                                                     " started by an MPI launcher, but --communicator is not given; "
+                                                     "pass --communicator flat to train data-parallel, or start one "
+                                                     "process");
+      return 2;
     }
     const bool multi = comm.valid();
     rensa::set_num_threads(threads);
@@ -110,7 +128,9 @@ int main(int argc, char** argv) {
 
     if (!resume.empty() && multi) {
       if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
-        if (comm.rank() == 0) std::cerr << "train_mnist: no snapshot in '" << resume << "' that every rank has\n";
+        if (comm.rank() == 0) {
+          rensa::mn::print_error_line("train_mnist", "no snapshot in '" + resume + "' that every rank has");
+        }
         return 1;
       }
     } else if (!resume.empty()) {
@@ -118,9 +138,10 @@ int main(int argc, char** argv) {
     }
     trainer.run();
   } catch (const rensa::Error& e) {
-    std::cerr << "train_mnist: " << e.what() << '\n';
-    // A rank that returns while the others wait would hang the job: end it loudly instead.
+    // A rank that returns while the others wait would hang the job: end it loudly instead (one line
+    // naming the rank and host, then the job is aborted).
     if (comm.valid() && comm.size() > 1) throw;
+    rensa::mn::print_error_line("train_mnist", e.what());
     return 1;
   }
   return 0;

@@ -5,6 +5,7 @@
 #include "rensa/mn/batch_normalization.h"
 #include "rensa/mn/communicator.h"
 #include "rensa/mn/evaluator.h"
+#include "rensa/mn/launch.h"
 #include "rensa/mn/multi_node_optimizer.h"
 #include "rensa/mn/object.h"
 #include "rensa/mn/scatter.h"

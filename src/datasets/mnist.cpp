@@ -291,8 +291,11 @@ DatasetPtr load_split(const std::filesystem::path& dir, const std::string& prefi
 std::pair<DatasetPtr, DatasetPtr> load_mnist(const std::string& dir, const MnistOptions& opt, const Source& src) {
   RENSA_CHECK(opt.ndim >= 1 && opt.ndim <= 3, ValueError, src.who, ": ndim must be 1, 2 or 3, got ", opt.ndim);
   std::error_code ec;
-  RENSA_CHECK(std::filesystem::is_directory(dir, ec), IOError, src.who, ": dataset directory ", dir,
-              " does not exist", install_hint(src));
+  const auto status = std::filesystem::status(dir, ec);
+  RENSA_CHECK(std::filesystem::exists(status), IOError, src.who, ": dataset directory ", dir, " does not exist",
+              install_hint(src));
+  RENSA_CHECK(std::filesystem::is_directory(status), IOError, src.who, ": dataset directory ", dir,
+              " is not a directory");
   auto train = load_split(dir, "train", opt, src);
   auto test = load_split(dir, "t10k", opt, src);
   return {std::move(train), std::move(test)};

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,6 +50,23 @@ void finalize_at_exit() {
   slot_begin(*slot, "MPI_Finalize at exit", registry().finalize_timeout_ns.load());
   MPI_Finalize();
   slot_end(*slot);
+}
+
+// RENSA_MN_TIMEOUT (seconds), read once; 5 minutes when unset.
+std::chrono::milliseconds default_timeout() {
+  static const std::string value = [] {
+    const char* v = std::getenv("RENSA_MN_TIMEOUT");
+    return std::string(v == nullptr ? "" : v);
+  }();
+  if (value.empty()) return std::chrono::minutes(5);
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(value.c_str(), &end);
+  RENSA_CHECK(end != value.c_str() && *end == '\0' && errno == 0 && std::isfinite(seconds) && seconds >= 0 &&
+                  seconds <= 1e9,
+              ValueError, "create_communicator: RENSA_MN_TIMEOUT must be a non-negative number of seconds (0: never), "
+              "got '", value, "'");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
 std::string local_hostname() {
@@ -289,21 +308,28 @@ const char* op_name(OpCode op) {
 
 CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options)
     : name_(std::move(name)), options_(options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  RENSA_CHECK(initialized, ValueError, "create_communicator: MPI is not initialized");
+  // First, so that an invalid option that no one catches still ends the job with one line per rank.
+  hostname_ = local_hostname();
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  install_failure_handlers(world_rank, hostname_);
   const Dtype w = options.allreduce_grad_dtype;
   RENSA_CHECK(w == Dtype::float32 || w == Dtype::float16 || w == Dtype::bfloat16 || w == Dtype::float64, ValueError,
               "create_communicator: allreduce_grad_dtype must be float32, float16, bfloat16 or float64, got ",
               dtype_name(w));
-  RENSA_CHECK(options.timeout.count() >= 0, ValueError, "create_communicator: timeout must not be negative, got ",
-              options.timeout.count(), " ms");
+  if (!options_.timeout) options_.timeout = default_timeout();
+  RENSA_CHECK(options_.timeout->count() >= 0, ValueError, "create_communicator: timeout must not be negative, got ",
+              options_.timeout->count(), " ms");
+  timeout_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(*options_.timeout).count();
   RENSA_CHECK(options.check_collectives >= -1 && options.check_collectives <= 1, ValueError,
               "create_communicator: check_collectives must be -1 (first step / debug builds), 0 (off) or 1 (on), got ",
               options.check_collectives);
   RENSA_CHECK(options.ranks_per_host >= 0, ValueError,
               "create_communicator: ranks_per_host must be 0 (group by host name) or positive, got ",
               options.ranks_per_host);
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  RENSA_CHECK(initialized, ValueError, "create_communicator: MPI is not initialized");
 
   int level = MPI_THREAD_SINGLE;
   RENSA_MPI_CHECK(MPI_Query_thread(&level));
@@ -316,12 +342,9 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
   for (Channel* ch : {&fg_, &bg_}) RENSA_MPI_CHECK(MPI_Comm_set_errhandler(ch->world.get(), MPI_ERRORS_RETURN));
   fg_.label = "";
   bg_.label = ", background";
+  bg_.index = 1;
   RENSA_MPI_CHECK(MPI_Comm_rank(fg_.world.get(), &rank_));
   RENSA_MPI_CHECK(MPI_Comm_size(fg_.world.get(), &size_));
-  hostname_ = local_hostname();
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  install_failure_handlers(world_rank, hostname_);
   split_hosts(base);
 
   if (options.check_collectives == 1) {
@@ -334,12 +357,16 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
     checking_ = true;
 #endif
   }
-  const int64_t timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(options.timeout).count();
   int64_t prev = registry().finalize_timeout_ns.load();
-  while (timeout_ns > prev && !registry().finalize_timeout_ns.compare_exchange_weak(prev, timeout_ns)) {
+  while (timeout_ns_ > prev && !registry().finalize_timeout_ns.compare_exchange_weak(prev, timeout_ns_)) {
   }
-  watch(&fg_.slot);
-  watch(&bg_.slot);
+  map_progress_board();
+  for (Channel* ch : {&fg_, &bg_}) {
+    ch->owner = this;
+    ch->slot.diagnose = &CommunicatorImpl::diagnose;
+    ch->slot.context = ch;
+    watch(&ch->slot);
+  }
   {
     std::lock_guard<std::mutex> lock(registry().mutex);
     registry().impls.push_back(this);
@@ -375,11 +402,15 @@ void CommunicatorImpl::split_hosts(MPI_Comm) {
   std::copy(mine.begin(), mine.end(), buf.begin());
   RENSA_MPI_CHECK(MPI_Allgather(buf.data(), kName, MPI_CHAR, names.data(), kName, MPI_CHAR, fg_.world.get()));
   std::map<std::string, int> index;
-  std::vector<int> host_of(static_cast<std::size_t>(size_));
+  std::vector<int>& host_of = host_of_;
+  host_of.assign(static_cast<std::size_t>(size_), 0);
   for (int r = 0; r < size_; ++r) {
     std::string h(&names[static_cast<std::size_t>(r) * kName]);
     auto [it, inserted] = index.emplace(h, static_cast<int>(index.size()));
-    if (inserted) host_sizes_.push_back(0);
+    if (inserted) {
+      host_sizes_.push_back(0);
+      host_names_.push_back(h);
+    }
     host_of[static_cast<std::size_t>(r)] = it->second;
     if (r == rank_) intra_rank_ = host_sizes_[static_cast<std::size_t>(it->second)];
     ++host_sizes_[static_cast<std::size_t>(it->second)];
@@ -414,8 +445,68 @@ std::string CommunicatorImpl::describe(Channel& ch, const char* op, uint64_t seq
   return std::string(op) + " #" + std::to_string(seq) + " (" + name_ + ", " + format_bytes(bytes) + ch.label + ")";
 }
 
-void CommunicatorImpl::begin(Channel& ch, const std::string& what) {
-  slot_begin(ch.slot, what, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.timeout).count());
+void CommunicatorImpl::begin(Channel& ch, const std::string& what, uint64_t seq, int peer) {
+  if (progress_ != nullptr && seq != 0) progress_[intra_rank_].entered[ch.index].store(seq, std::memory_order_release);
+  slot_begin(ch.slot, what, timeout_ns_, seq, peer);
+}
+
+void CommunicatorImpl::map_progress_board() {
+  if (intra_size_ < 2) return;
+  static_assert(sizeof(ProgressLine) == 64 && std::atomic<uint64_t>::is_always_lock_free);
+  // Zero-filled memory is "no collective entered yet" on every line.
+  if (progress_segment_.map(fg_.intra.get(), sizeof(ProgressLine) * static_cast<std::size_t>(intra_size_),
+                            "rensa-mn-progress")) {
+    progress_ = reinterpret_cast<ProgressLine*>(progress_segment_.data());
+  }
+}
+
+std::string CommunicatorImpl::diagnose(const WaitSlot& slot, const void* context) {
+  const auto* ch = static_cast<const Channel*>(context);
+  return ch->owner->missing_ranks(*ch, slot.seq.load(std::memory_order_relaxed),
+                                  slot.peer.load(std::memory_order_relaxed));
+}
+
+std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int peer) const {
+  const auto name = [&](int r) {
+    return "rank " + std::to_string(r) + " on host " + host_names_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(r)])];
+  };
+  if (peer >= 0 && peer < size_) {
+    return "waiting for " + name(peer) + ", which is stopped, cut off, failed, or not calling the matching operation";
+  }
+  if (seq == 0 || (progress_ == nullptr && intra_size_ > 1)) return "";
+  std::string behind;
+  int n_behind = 0;
+  std::vector<int> elsewhere;
+  int q = 0;  // intra rank of r: this host's ranks in rank order
+  for (int r = 0; r < size_; ++r) {
+    if (host_of_[static_cast<std::size_t>(r)] != inter_rank_) {
+      elsewhere.push_back(r);
+      continue;
+    }
+    const int intra = q++;
+    if (r == rank_) continue;
+    const uint64_t e = progress_[intra].entered[ch.index].load(std::memory_order_acquire);
+    if (e >= seq) continue;
+    behind += (n_behind++ == 0 ? "" : ", ") + name(r) +
+              (e == 0 ? " (entered no collective of this communicator yet)"
+                      : " (last entered #" + std::to_string(e) + ")");
+  }
+  if (n_behind > 0) {
+    return "waiting for " + behind + (n_behind == 1 ? ", which has" : ", which have") +
+           " not reached this operation (stopped, failed, or calling another one)";
+  }
+  if (elsewhere.empty()) return "";
+  const std::string here = intra_size_ > 1 ? "every rank on this host has arrived; " : "";
+  if (elsewhere.size() == 1) {
+    return here + "waiting for " + name(elsewhere[0]) +
+           ", which is stopped, cut off, failed, or not calling this operation";
+  }
+  std::string list;
+  const std::size_t shown = std::min<std::size_t>(elsewhere.size(), 16);
+  for (std::size_t i = 0; i < shown; ++i) list += (i == 0 ? "" : ", ") + std::to_string(elsewhere[i]);
+  if (shown < elsewhere.size()) list += ", ... (" + std::to_string(elsewhere.size()) + " in all)";
+  return here + "waiting for one or more of ranks " + list +
+         " on other hosts (stopped, cut off, failed, or not calling this operation)";
 }
 
 void CommunicatorImpl::end(Channel& ch) {
@@ -745,7 +836,7 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag) {
   RENSA_CHECK(x.ndim() <= kMaxDims, ValueError, "send: arrays of more than ", kMaxDims, " dimensions cannot be sent");
   const std::string what = "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
                            ", tag " + std::to_string(tag) + ", " + format_bytes(x.nbytes()) + ")";
-  run_p2p(what, x.nbytes(), [&] {
+  run_p2p(what, dest, [&] {
     int64_t h[kHeader];
     fill_header(h, x);
     RENSA_MPI_CHECK(MPI_Send(h, kHeader, MPI_INT64_T, dest, tag, fg_.world.get()));
@@ -765,7 +856,7 @@ Array CommunicatorImpl::recv(int source, int tag) {
   RENSA_CHECK(tag >= 0, ValueError, "recv: tag ", tag, " is negative");
   const std::string what = "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
                            name_ + ", tag " + std::to_string(tag) + ")";
-  return run_p2p(what, 0, [&] {
+  return run_p2p(what, source, [&] {
     int64_t h[kHeader];
     RENSA_MPI_CHECK(MPI_Recv(h, kHeader, MPI_INT64_T, source, tag, fg_.world.get(), MPI_STATUS_IGNORE));
     RENSA_CHECK(h[0] == kOk && h[1] >= 0 && h[1] < kNumDtypes && h[2] >= 0 && h[2] <= kMaxDims, CommunicationError,

@@ -17,6 +17,7 @@
 
 #include "rensa/mn/communicator.h"
 #include "src/mn/failure.h"
+#include "src/mn/shared_segment.h"
 #include "src/mn/shm_allreduce.h"
 
 namespace rensa::mn::detail {
@@ -55,6 +56,8 @@ struct Channel {
   uint64_t seq = 0;  // collectives issued on this channel
   WaitSlot slot;     // what the watchdog looks at
   const char* label = "";
+  int index = 0;                            // 0: foreground, 1: background (its line in the progress board)
+  const CommunicatorImpl* owner = nullptr;  // for the watchdog's diagnosis
   Array pack;                         // the gradient pack buffer, kept between steps (bytes)
   std::unique_ptr<ShmAllreduce> shm;  // mapped at the first reduction that can use it
   int shm_state = 0;                  // 0: not tried, 1: mapped, -1: unavailable
@@ -161,9 +164,9 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   /// operation (keeping its type).
   template <class F>
   decltype(auto) run_op(Channel& ch, OpCode op, std::size_t bytes, const Fingerprint& fp, bool check, F&& body);
-  /// Same for a point-to-point operation (no fingerprint), named `what`.
+  /// Same for a point-to-point operation with rank `peer` (no fingerprint), named `what`.
   template <class F>
-  decltype(auto) run_p2p(const std::string& what, std::size_t bytes, F&& body);
+  decltype(auto) run_p2p(const std::string& what, int peer, F&& body);
 
  protected:
   Channel fg_;  // the user's thread
@@ -171,7 +174,13 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
 
  private:
   void check_fingerprint(Channel& ch, const Fingerprint& fp, uint64_t seq);
-  void begin(Channel& ch, const std::string& what);
+  void begin(Channel& ch, const std::string& what, uint64_t seq, int peer);
+  /// The ranks a wait of `ch` in collective `seq` (or point-to-point with `peer`) still misses, as
+  /// far as this rank can tell: peers on this host from the progress board, the ranks of other hosts
+  /// when every rank here has arrived. Empty when it cannot tell.
+  std::string missing_ranks(const Channel& ch, uint64_t seq, int peer) const;
+  static std::string diagnose(const WaitSlot& slot, const void* context);
+  void map_progress_board();
   void end(Channel& ch);
   [[noreturn]] void rethrow_in_context(const std::string& what);
   std::string describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const;
@@ -186,6 +195,17 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::string host_;      // the name ranks are grouped by
   std::string hostname_;  // the machine's, for messages
   std::vector<int> host_sizes_;
+  std::vector<int> host_of_;              // host index of each rank
+  std::vector<std::string> host_names_;   // by host index
+  int64_t timeout_ns_ = 0;
+  // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
+  // memory, so a rank that waits too long can name the peers that never arrived.
+  struct ProgressLine {
+    std::atomic<uint64_t> entered[2];
+    char pad[48];
+  };
+  SharedSegment progress_segment_;
+  ProgressLine* progress_ = nullptr;
   uint64_t p2p_seq_ = 0;
   bool checking_ = false;
   bool first_step_checks_ = false;  // check_collectives == -1 in a release build
@@ -225,7 +245,7 @@ decltype(auto) CommunicatorImpl::run_op(Channel& ch, OpCode op, std::size_t byte
                                         F&& body) {
   const uint64_t seq = ++ch.seq;
   const std::string what = describe(ch, op_name(op), seq, bytes);
-  begin(ch, what);
+  begin(ch, what, seq, -1);
   try {
     if (check) check_fingerprint(ch, fp, seq);
     if constexpr (std::is_void_v<decltype(body())>) {
@@ -243,9 +263,8 @@ decltype(auto) CommunicatorImpl::run_op(Channel& ch, OpCode op, std::size_t byte
 }
 
 template <class F>
-decltype(auto) CommunicatorImpl::run_p2p(const std::string& what, std::size_t bytes, F&& body) {
-  (void)bytes;
-  begin(fg_, what);
+decltype(auto) CommunicatorImpl::run_p2p(const std::string& what, int peer, F&& body) {
+  begin(fg_, what, 0, peer);
   try {
     if constexpr (std::is_void_v<decltype(body())>) {
       body();

@@ -73,9 +73,17 @@ std::string format_seconds(int64_t ns) {
       read_what(*slot, what, sizeof(what));
       // The wait may have ended while we read: only a wait that is still the same one counts.
       if (slot->since_ns.load(std::memory_order_acquire) != since) continue;
+      std::string who;
+      if (slot->diagnose != nullptr) {
+        try {
+          who = slot->diagnose(*slot, slot->context);
+        } catch (...) {
+          who.clear();  // the plain message below still ends the job
+        }
+      }
+      if (who.empty()) who = "another rank is stopped, cut off, failed, or not calling this operation";
       abort_job(process_prefix() + what + ": no progress for " + format_seconds(now - since) + " (timeout " +
-                format_seconds(timeout) +
-                "): another rank is stopped, cut off, failed, or not calling this operation; aborting the job");
+                format_seconds(timeout) + "): " + who + "; aborting the job");
     }
   }
 }
@@ -236,13 +244,15 @@ void unwatch(WaitSlot* slot) {
   }
 }
 
-void slot_begin(WaitSlot& slot, const std::string& what, int64_t timeout_ns) {
+void slot_begin(WaitSlot& slot, const std::string& what, int64_t timeout_ns, uint64_t seq, int peer) {
   slot.version.fetch_add(1, std::memory_order_acq_rel);
   const std::size_t n = std::min(what.size(), WaitSlot::kWhatSize - 1);
   std::memcpy(slot.what, what.data(), n);
   slot.what[n] = '\0';
   slot.version.fetch_add(1, std::memory_order_release);
   slot.timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+  slot.seq.store(seq, std::memory_order_relaxed);
+  slot.peer.store(peer, std::memory_order_relaxed);
   slot.since_ns.store(steady_ns(), std::memory_order_release);
 }
 

@@ -17,6 +17,12 @@ struct WaitSlot {
   std::atomic<int64_t> timeout_ns{0};  // 0: never times out
   std::atomic<uint32_t> version{0};    // odd while `what` is being written
   char what[kWhatSize] = {};
+  // Set once by the owner before watch(): names the ranks this wait still misses, as far as this
+  // rank can tell (empty when it cannot). Called by the watchdog thread before it aborts the job.
+  std::string (*diagnose)(const WaitSlot& slot, const void* context) = nullptr;
+  const void* context = nullptr;
+  std::atomic<uint64_t> seq{0};  // the collective's sequence number on its channel; 0: point-to-point
+  std::atomic<int> peer{-1};     // point-to-point: the other rank
 };
 
 /// Records this process's rank and host for failure lines (the first call wins) and installs the
@@ -31,8 +37,9 @@ std::string process_prefix();
 /// Shows `slot` to the watchdog until unwatch (the slot must outlive that).
 void watch(WaitSlot* slot);
 void unwatch(WaitSlot* slot);
-/// Marks `slot` as waiting in `what` now (timeout in ns, 0: none) / as not waiting.
-void slot_begin(WaitSlot& slot, const std::string& what, int64_t timeout_ns);
+/// Marks `slot` as waiting in `what` now (timeout in ns, 0: none; `seq` and `peer` as in WaitSlot)
+/// / as not waiting.
+void slot_begin(WaitSlot& slot, const std::string& what, int64_t timeout_ns, uint64_t seq = 0, int peer = -1);
 void slot_end(WaitSlot& slot);
 
 /// Nanoseconds on the steady clock.

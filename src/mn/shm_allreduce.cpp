@@ -1,18 +1,13 @@
 #include "src/mn/shm_allreduce.h"
 
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstring>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -25,17 +20,11 @@ namespace {
 constexpr std::size_t kSlotBytes = std::size_t{1} << 20;  // per rank and buffer: stays in cache
 // Chunks whose slots together hold at most this many bytes are reduced whole by every rank.
 constexpr std::size_t kWholeChunkBytes = std::size_t{64} << 10;
-// Control: one cache line of header, then one line per rank (its barrier count). Rounded to pages.
+// One cache line per rank (its barrier count), rounded to pages.
 std::size_t control_bytes(int ranks) {
-  return (64 * (static_cast<std::size_t>(ranks) + 1) + 4095) / 4096 * 4096;
+  return (64 * static_cast<std::size_t>(ranks) + 4095) / 4096 * 4096;
 }
-std::atomic<uint64_t> segment_counter{0};
 }  // namespace
-
-// The segment's first cache line; the ranks' barrier counts follow, one line each.
-struct ShmAllreduce::Control {
-  uint64_t token;
-};
 
 // A rank's line: how many barriers it has reached (mod 2^32), and how many ranks sleep waiting
 // for that count to move. Futexes on a shared mapping work across processes.
@@ -65,66 +54,16 @@ bool reached(uint32_t c, uint32_t g) {
 }
 }  // namespace
 
-ShmAllreduce::~ShmAllreduce() {
-  if (control_ != nullptr) munmap(control_, mapped_bytes_);
-}
-
 bool ShmAllreduce::init(MPI_Comm comm) {
   RENSA_MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   RENSA_MPI_CHECK(MPI_Comm_size(comm, &size_));
-  mapped_bytes_ = control_bytes(size_) + 2 * static_cast<std::size_t>(size_) * kSlotBytes;
-  // Rank 0 creates an anonymous memory file; the others open it through /proc/<pid>/fd/<fd>. It has
-  // no name, so nothing is left behind however the job ends, and it lives exactly as long as the
-  // mappings (no collective call is needed to free it). A token written by rank 0 proves that the
-  // others mapped the same memory (not a namesake process on another machine).
-  int64_t info[4] = {1, 0, -1, 0};  // ok, pid, fd, token
-  int fd = -1;
-  void* p = MAP_FAILED;
-  if (rank_ == 0) {
-    fd = memfd_create("rensa-mn-allreduce", MFD_CLOEXEC);
-    // Reserve the pages now: memory that cannot be had would otherwise raise SIGBUS at first touch.
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(mapped_bytes_)) != 0 ||
-        posix_fallocate(fd, 0, static_cast<off_t>(mapped_bytes_)) != 0) {
-      info[0] = 0;
-    } else {
-      p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (p == MAP_FAILED) info[0] = 0;
-    }
-    if (info[0]) {
-      auto* c = new (p) Control();
-      for (int r = 0; r < size_; ++r) new (static_cast<char*>(p) + 64 * (static_cast<std::size_t>(r) + 1)) Arrival();
-      c->token = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                 (static_cast<uint64_t>(getpid()) << 32) ^ segment_counter.fetch_add(1);
-      info[1] = getpid();
-      info[2] = fd;
-      info[3] = static_cast<int64_t>(c->token);
-    }
-  }
-  RENSA_MPI_CHECK(MPI_Bcast(info, 4, MPI_INT64_T, 0, comm));
-  int ok = static_cast<int>(info[0]);
-  if (ok && rank_ != 0) {
-    const std::string path = "/proc/" + std::to_string(info[1]) + "/fd/" + std::to_string(info[2]);
-    fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd >= 0) p = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (fd < 0 || p == MAP_FAILED) {
-      ok = 0;
-    } else {
-      struct stat st {};
-      ok = fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) >= mapped_bytes_ &&
-           static_cast<Control*>(p)->token == static_cast<uint64_t>(info[3]);
-    }
-  }
-  int all_ok = 0;
-  // Also a barrier: rank 0 keeps its descriptor open until every rank has opened the file.
-  RENSA_MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
-  if (fd >= 0) close(fd);
-  if (!all_ok) {
-    if (p != MAP_FAILED) munmap(p, mapped_bytes_);
+  // The ranks' barrier counts (zero-filled memory is a count of 0 with no sleepers), then the slots.
+  if (!segment_.map(comm, control_bytes(size_) + 2 * static_cast<std::size_t>(size_) * kSlotBytes,
+                    "rensa-mn-allreduce")) {
     return false;
   }
-  control_ = static_cast<Control*>(p);
-  slots_ = static_cast<char*>(p) + control_bytes(size_);
-  arrived_ = reinterpret_cast<Arrival*>(static_cast<char*>(p) + 64);
+  arrived_ = reinterpret_cast<Arrival*>(segment_.data());
+  slots_ = segment_.data() + control_bytes(size_);
   return true;
 }
 

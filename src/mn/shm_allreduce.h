@@ -14,19 +14,18 @@
 
 #include "rensa/core/dtype.h"
 #include "rensa/mn/communicator.h"
+#include "src/mn/shared_segment.h"
 
 namespace rensa::mn::detail {
 
 class ShmAllreduce {
  public:
   ShmAllreduce() = default;
-  ~ShmAllreduce();
   ShmAllreduce(const ShmAllreduce&) = delete;
   ShmAllreduce& operator=(const ShmAllreduce&) = delete;
 
-  /// Maps one segment shared by the ranks of `comm` (an anonymous memory file of rank 0, opened by
-  /// the others through /proc). Collective over `comm`; returns the same on every rank: false when
-  /// any rank could not map it (another machine, say).
+  /// Maps one segment shared by the ranks of `comm` (SharedSegment). Collective over `comm`; returns
+  /// the same on every rank: false when any rank could not map it (another machine, say).
   bool init(MPI_Comm comm);
   /// Reduces `n` elements of `dtype` at `in` over the ranks into `out` (may equal `in`) with `op`
   /// (mean reduces as sum). Collective over the ranks of init's `comm`.
@@ -35,10 +34,8 @@ class ShmAllreduce {
  private:
   void barrier();
 
-  struct Control;
-  Control* control_ = nullptr;
+  SharedSegment segment_;
   char* slots_ = nullptr;  // 2 buffers x k slots x kSlotBytes
-  std::size_t mapped_bytes_ = 0;
   int rank_ = 0, size_ = 1;
   struct Arrival;
   Arrival* arrived_ = nullptr;  // rank r's barrier count and sleepers, on a cache line of its own

@@ -3,7 +3,9 @@
 // The last rank misbehaves (scenario) while the others keep calling allreduce, which would block
 // forever without rensa's failure handling. Scenarios: ok, throw, mismatch, sigkill, sigstop, segv,
 // exit (the last rank leaves main with an error code while the others wait in a collective),
-// background (the last rank stops while the others wait in a start_mean_grad request).
+// background (the last rank stops while the others wait in a start_mean_grad request), recv (rank 0
+// waits for a message from the last rank, which stops). Without timeout_ms, the communicator's
+// default (RENSA_MN_TIMEOUT) holds.
 #include <signal.h>
 #include <unistd.h>
 
@@ -43,7 +45,7 @@ int main(int argc, char** argv) {
       comm.allreduce(rensa::Array::ones({7}));  // the others reduce 1000 elements
     } else if (scenario == "sigkill") {
       raise(SIGKILL);
-    } else if (scenario == "sigstop" || scenario == "background") {
+    } else if (scenario == "sigstop" || scenario == "background" || scenario == "recv") {
       raise(SIGSTOP);
     } else if (scenario == "segv") {
       volatile int* null = nullptr;
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
       return 3;  // MPI_Finalize at exit would wait for the others forever
     }
   }
+  if (scenario == "recv" && comm.rank() == 0) comm.recv(comm.size() - 1, 7);
   if (scenario == "background") {
     rensa::Array g = rensa::Array::ones({1 << 16});
     comm.start_mean_grad({g}).wait();

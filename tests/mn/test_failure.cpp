@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifndef RENSA_MN_FAILURE_HELPER
@@ -37,8 +38,10 @@ int job_size() {
   return std::atoi(env_or("RENSA_MN_TEST_NP", "2").c_str());
 }
 
-// Runs `mpiexec -n <np> <flags> helper <args...>`, killing it after `deadline_s`.
-JobResult run_job(const std::vector<std::string>& args, double deadline_s = 60) {
+// Runs `mpiexec -n <np> <flags> helper <args...>` with `env` added to the environment, killing it
+// after `deadline_s`.
+JobResult run_job(const std::vector<std::string>& args, double deadline_s = 60,
+                  const std::vector<std::pair<std::string, std::string>>& env = {}) {
   std::vector<std::string> argv{env_or("RENSA_MPIEXEC", "mpiexec"), "-n", std::to_string(job_size())};
   std::istringstream flags(env_or("RENSA_MPIEXEC_FLAGS", "--oversubscribe --bind-to none"));
   for (std::string f; flags >> f;) argv.push_back(f);
@@ -54,6 +57,7 @@ JobResult run_job(const std::vector<std::string>& args, double deadline_s = 60) 
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);  // the whole job in one process group, so a timeout can end all of it
+    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
@@ -163,11 +167,41 @@ TEST(Failure, StoppedRankEndsTheJobAfterTheTimeout) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_GE(r.seconds, 2.0);  // the others waited the whole timeout
   EXPECT_LT(r.seconds, 2.0 + 8.0);
-  // Whichever waiting rank notices first aborts the job (not the stopped one).
+  // Whichever waiting rank notices first aborts the job (not the stopped one), and names the rank it
+  // waits for: the ranks of one host see each other's progress.
   EXPECT_OUTPUT(r, " on host ");
-  EXPECT_FALSE(contains(r.output, culprit())) << r.output;
+  EXPECT_FALSE(contains(r.output, "\n" + culprit())) << r.output;
   EXPECT_OUTPUT(r, ": allreduce #5 (flat, 4.0 kB): no progress for ");
   EXPECT_OUTPUT(r, "(timeout 2.0 s)");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+  EXPECT_OUTPUT(r, "(last entered #4), which has not reached this operation");
+}
+
+TEST(Failure, TimeoutComesFromTheEnvironment) {
+  const JobResult r = run_job({"sigstop"}, 60, {{"RENSA_MN_TIMEOUT", "1.5"}});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_GE(r.seconds, 1.5);
+  EXPECT_LT(r.seconds, 1.5 + 8.0);
+  EXPECT_OUTPUT(r, "(timeout 1.5 s)");
+  const JobResult bad = run_job({"ok"}, 60, {{"RENSA_MN_TIMEOUT", "5 min"}});
+  EXPECT_FALSE(bad.timed_out);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_LT(bad.seconds, 10.0);
+  EXPECT_OUTPUT(bad, "create_communicator: RENSA_MN_TIMEOUT must be a non-negative number of seconds");
+  EXPECT_OUTPUT(bad, "'5 min'");
+}
+
+TEST(Failure, StoppedPeerOfARecvIsNamed) {
+  const JobResult r = run_job({"recv", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  if (contains(r.output, "recv #1")) {  // else a rank waiting in allreduce noticed first
+    EXPECT_OUTPUT(r, "rank 0 on host ");
+    EXPECT_OUTPUT(r, ": recv #1 from rank " + std::to_string(job_size() - 1) + " (flat, tag 7)");
+  }
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
 }
 
 TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
@@ -176,6 +210,8 @@ TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.seconds, 2.0 + 8.0);
   EXPECT_OUTPUT(r, ": mean_grad #1 (flat, 262.1 kB, background): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+  EXPECT_OUTPUT(r, "(entered no collective of this communicator yet)");
 }
 
 TEST(Failure, RankLeavingEarlyDoesNotHangTheOthers) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,9 +38,12 @@ struct CommunicatorOptions {
   /// size() before the sum, so half precision cannot overflow. With the default float32, float64
   /// gradients travel as float64 (no silent loss of precision).
   Dtype allreduce_grad_dtype = Dtype::float32;
-  /// A rank that waits in one collective (or send/recv) longer than this prints what it waited in
-  /// and aborts the whole job (zero: never).
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  /// A rank that waits in one collective (or send/recv) longer than this prints what it waited in,
+  /// and which ranks it is still waiting for when it can tell, and aborts the whole job (zero:
+  /// never). Unset: the environment variable RENSA_MN_TIMEOUT, in seconds (read once per process;
+  /// "0" for never; anything else than a non-negative number is a ValueError), else 5 minutes.
+  /// Communicator::options() shows the value in force.
+  std::optional<std::chrono::milliseconds> timeout = std::nullopt;
   /// Compare a fingerprint of each collective (operation, dtype, count, root, sequence number)
   /// across ranks before running it, and throw CommunicationError naming both sides on a mismatch.
   /// 1: always; 0: never; -1: always in debug builds, otherwise until the end of the first training

@@ -237,6 +237,14 @@ TEST_F(Mnist, MissingFilesAndDirectories) {
   expect_error<IOError>([&] { get_fashion_mnist({.dir = missing}); },
                         {"get_fashion_mnist", missing, "dataset-fashion-mnist"});
   expect_error<IOError>([&] { read_idx(missing); }, {missing, "cannot open"});
+  // Regression: a regular file was reported as "does not exist".
+  const std::string file = path("t10k-images-idx3-ubyte.gz");
+  expect_error<IOError>([&] { get_mnist(file); }, {"get_mnist", file, "is not a directory"});
+  try {
+    get_mnist(file);
+  } catch (const IOError& e) {
+    EXPECT_EQ(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
 }
 
 // ---- parse_idx ------------------------------------------------------------------------------------
