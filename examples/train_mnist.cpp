@@ -5,6 +5,7 @@
 //   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -30,7 +31,7 @@ struct MLP : rensa::Chain {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an MLP on Fashion-MNIST (or MNIST-format files) with rensa"};
-  int64_t epoch = 20, batchsize = 100, unit = 1000;
+  int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   uint64_t seed = 0;
   int threads = 1;
   std::string out = "result", resume, dataset_dir, communicator, grad_dtype = "float32";
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
           "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
+  app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
   app.add_option("--communicator", communicator,
                  "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
                  "single_node, dummy) under mpirun; default: one process");
@@ -86,6 +89,10 @@ int main(int argc, char** argv) {
     rensa::datasets::MnistOptions data_options;
     auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
                                              : rensa::datasets::get_mnist(dataset_dir, data_options);
+    if (limit > 0) {
+      train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
+      test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));
+    }
     if (multi) {
       // Each rank trains on its shard; the test set is split exactly so the evaluation is too.
       train = rensa::mn::scatter_dataset(train, comm, {.shuffle = true, .seed = seed});
@@ -127,14 +134,17 @@ int main(int argc, char** argv) {
     }
 
     if (!resume.empty() && multi) {
-      if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
+      const auto loaded = mn_snapshot->maybe_load(trainer, resume);  // every rank reaches the same answer
+      if (!loaded) {
         if (comm.rank() == 0) {
           rensa::mn::print_error_line("train_mnist", "no snapshot in '" + resume + "' that every rank has");
         }
         return 1;
       }
+      if (comm.rank() == 0) std::cout << "train_mnist: resumed from iteration " << *loaded << std::endl;
     } else if (!resume.empty()) {
       rensa::serializers::load_npz(resume, trainer);
+      std::cout << "train_mnist: resumed from iteration " << updater.iteration() << std::endl;
     }
     trainer.run();
   } catch (const rensa::Error& e) {

@@ -17,21 +17,21 @@
 #include <sstream>
 
 #include "rensa/core/error.h"
+#include "rensa/serializers/npz.h"
 #include "rensa/training/trainer.h"
 
 namespace rensa::extensions {
 namespace {
 
-// A file that exists only for the duration of one plot; removed on destruction.
+// Beside the plot `path`, the names of its temporary files (the image is renamed over the plot).
+const char* const kTempSuffixes[] = {".data", ".gp", ".tmp"};
+
+// A file that exists only for the duration of one plot; removed on destruction. Named as atomic
+// writes name theirs, so a run killed while plotting leaves nothing that a later run keeps.
 class TempFile {
  public:
-  TempFile(const std::string& dir, const std::string& stem) {
-    std::string templ = (std::filesystem::path(dir) / ("." + stem + ".XXXXXX")).string();
-    const int fd = ::mkstemp(templ.data());
-    RENSA_CHECK(fd >= 0, IOError, "PlotReport: cannot create a temporary file in '", dir, "': ", std::strerror(errno));
-    ::close(fd);
-    path_ = templ;
-  }
+  explicit TempFile(const std::string& path)
+      : path_(serializers::create_temporary_beside(path, "PlotReport")) {}
   ~TempFile() {
     if (!path_.empty()) ::unlink(path_.c_str());
   }
@@ -116,6 +116,17 @@ void PlotReport::warn_once(const std::string& message) {
   std::cerr << "PlotReport: " << message << "\n";
 }
 
+void PlotReport::initialize(training::Trainer& trainer) {
+  const std::filesystem::path target = std::filesystem::path(trainer.out()) / file_name_;
+  const std::string stem = target.filename().string();
+  serializers::remove_stale_temporaries(target.parent_path().string(), [&](std::string_view f) {
+    for (const char* suffix : kTempSuffixes) {
+      if (f == stem + suffix) return true;
+    }
+    return false;
+  });
+}
+
 void PlotReport::operator()(training::Trainer& trainer) {
   const training::Observation& obs = trainer.observation();
   for (const std::string& k : y_keys_) {
@@ -144,13 +155,9 @@ void PlotReport::operator()(training::Trainer& trainer) {
 }
 
 void PlotReport::plot(const std::string& path) {
-  const std::filesystem::path target(path);
-  const std::string dir = target.parent_path().empty() ? "." : target.parent_path().string();
-  const std::string stem = target.filename().string();
-
-  TempFile data_file(dir, stem + ".data");
-  TempFile script_file(dir, stem + ".gp");
-  TempFile png_file(dir, stem + ".tmp");
+  TempFile data_file(path + kTempSuffixes[0]);
+  TempFile script_file(path + kTempSuffixes[1]);
+  TempFile png_file(path + kTempSuffixes[2]);
 
   std::vector<std::string> plots;
   {
@@ -204,13 +211,12 @@ void PlotReport::plot(const std::string& path) {
     return;
   }
   // Atomic replacement: sync the finished image, rename it over the target, sync the directory.
-  // mkstemp creates the file readable by its owner only; a plot is an ordinary output file.
-  ::chmod(png_file.path().c_str(), 0644);
   fsync_path(png_file.path(), O_RDONLY);
   RENSA_CHECK(::rename(png_file.path().c_str(), path.c_str()) == 0, IOError, "PlotReport: cannot rename '",
               png_file.path(), "' to '", path, "': ", std::strerror(errno));
   png_file.release();
-  fsync_path(dir, O_RDONLY | O_DIRECTORY);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  fsync_path(parent.empty() ? "." : parent.string(), O_RDONLY | O_DIRECTORY);
 }
 
 void PlotReport::serialize(serializers::Serializer& s) {

@@ -69,6 +69,12 @@ std::optional<TempFileName> parse_temp_name(std::string_view name) {
 
 namespace rensa::serializers {
 
+std::string create_temporary_beside(const std::string& path, const std::string& op) {
+  std::string temp;
+  ::close(detail::open_temporary_beside(path, op, &temp));
+  return temp;
+}
+
 std::vector<std::string> remove_stale_temporaries(const std::string& directory,
                                                   const std::function<bool(std::string_view)>& is_target) {
   namespace fs = std::filesystem;
@@ -106,26 +112,32 @@ void MemorySource::read(uint64_t offset, void* dst, std::size_t n) const {
   if (n > 0) std::memcpy(dst, data_ + offset, n);
 }
 
-AtomicFileWriter::AtomicFileWriter(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
-  RENSA_CHECK(!path_.empty(), IOError, op_, ": empty file name");
-  const std::filesystem::path p(path_);
-  RENSA_CHECK(p.has_filename(), IOError, op_, ": '", path_, "' names a directory, not a file");
-  dir_ = p.has_parent_path() ? p.parent_path().string() : std::string(1, '.');
+int open_temporary_beside(const std::string& path, const std::string& op, std::string* temp_path) {
+  RENSA_CHECK(!path.empty(), IOError, op, ": empty file name");
+  const std::filesystem::path p(path);
+  RENSA_CHECK(p.has_filename(), IOError, op, ": '", path, "' names a directory, not a file");
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(1, '.');
   const std::string base = p.filename().string();
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const std::string candidate = (std::filesystem::path(dir_) / temp_name(base, attempt)).string();
-    fd_ = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd_ >= 0) {
-      temp_path_ = candidate;
-      break;
+    const std::string candidate = (std::filesystem::path(dir) / temp_name(base, attempt)).string();
+    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      *temp_path = candidate;
+      return fd;
     }
     if (errno != EEXIST) {
       const int err = errno;
-      RENSA_THROW(IOError, op_, ": cannot write '", path_, "': creating a temporary file in '", dir_,
-                  "' failed: ", errno_text(err));
+      RENSA_THROW(IOError, op, ": cannot write '", path, "': creating a temporary file in '", dir, "' failed: ",
+                  errno_text(err));
     }
   }
-  RENSA_CHECK(fd_ >= 0, IOError, op_, ": cannot write '", path_, "': no free temporary file name in '", dir_, "'");
+  RENSA_THROW(IOError, op, ": cannot write '", path, "': no free temporary file name in '", dir, "'");
+}
+
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string op) : path_(std::move(path)), op_(std::move(op)) {
+  fd_ = open_temporary_beside(path_, op_, &temp_path_);
+  const std::filesystem::path p(path_);
+  dir_ = p.has_parent_path() ? p.parent_path().string() : std::string(1, '.');
   buffer_.reserve(kBufferBytes);
 }
 

@@ -62,6 +62,10 @@ struct TempFileName {
 /// Parses ".<target>.tmp<pid>-<hex>-<attempt>"; std::nullopt for any other name.
 std::optional<TempFileName> parse_temp_name(std::string_view name);
 
+/// Creates a new temporary file beside `path` (".<file>.tmp<pid>-<hex>-<n>"), open for writing;
+/// returns its descriptor and sets `temp_path`. IOError starting with `op` when it cannot.
+int open_temporary_beside(const std::string& path, const std::string& op, std::string* temp_path);
+
 /// Writes `path` atomically: the bytes go to a new temporary file in the same directory, which
 /// commit() flushes, fsyncs, renames over `path` and makes durable by fsyncing the directory.
 /// Destroyed without commit(), it removes the temporary file and leaves `path` untouched. Errors

@@ -30,6 +30,8 @@ class PlotReport : public training::Extension {
                       std::string marker = "x", bool grid = true);
 
   void operator()(training::Trainer& trainer) override;
+  /// Removes the temporary files of this plot that a killed run left behind.
+  void initialize(training::Trainer& trainer) override;
   std::string default_name() const override { return "PlotReport"; }
   /// Saves/loads "_trigger/", "_summary/" and "_plot_<file_name>" (the points as JSON).
   void serialize(serializers::Serializer& s) override;

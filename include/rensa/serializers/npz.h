@@ -24,6 +24,10 @@ namespace rensa::serializers {
 /// clock: equal arrays give equal bytes. Throws ValueError for a null array or an empty name,
 /// IOError naming the file when it cannot be written (the old file, if any, is then untouched).
 void write_npz(const std::string& path, const std::map<std::string, Array>& arrays);
+/// Creates a new, empty temporary file beside `path`, named as atomic writes name theirs (so
+/// remove_stale_temporaries knows it), and returns its path; the caller removes or renames it.
+/// IOError starting with `op` and naming the directory when it cannot.
+std::string create_temporary_beside(const std::string& path, const std::string& op);
 /// Removes the temporary files that atomic writes (write_npz, save_npz, snapshots) left in
 /// `directory` when their process died before renaming them: names ".<target>.tmp<pid>-<hex>-<n>"
 /// whose <target> satisfies `is_target` and whose process is not alive on this host. Other files,

@@ -408,6 +408,26 @@ TEST(Snapshot, RemovesStaleTemporariesOfItsOwnNamesOnly) {
   EXPECT_EQ(listing(dir.path()), want);
 }
 
+// Regression: a run killed while plotting left ".loss.png.XXXXXX" files that no run removed.
+TEST(PlotReport, RemovesStaleTemporariesOfItsPlot) {
+  TempDir dir("plot");
+  const std::string dead = std::to_string(dead_pid());
+  const std::vector<std::string> stale = {".loss.png.data.tmp" + dead + "-a1-0", ".loss.png.gp.tmp" + dead + "-a1-0",
+                                          ".loss.png.tmp.tmp" + dead + "-a1-0"};
+  const std::vector<std::string> kept = {".acc.png.gp.tmp" + dead + "-a1-0", ".loss.png.log.tmp" + dead + "-a1-0"};
+  for (const auto& f : stale) std::ofstream(dir / f) << "partial";
+  for (const auto& f : kept) std::ofstream(dir / f) << "keep";
+  FakeUpdater updater(3);
+  Trainer trainer(updater, {1, "iteration"}, dir.path());
+  E::PlotReport plot({"main/loss"}, "iteration", {1, "iteration"}, "loss.png");
+  plot.set_gnuplot("no-such-gnuplot");
+  trainer.extend(plot);
+  testing::internal::CaptureStderr();
+  trainer.run();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(listing(dir.path()), std::set<std::string>(kept.begin(), kept.end()));
+}
+
 TEST(Snapshot, FilenameMatches) {
   EXPECT_TRUE(E::filename_matches("snapshot_iter_{.updater.iteration}", "snapshot_iter_120"));
   EXPECT_TRUE(E::filename_matches("a{{b}}_{epoch}.npz", "a{b}_7.npz"));

@@ -1,0 +1,251 @@
+// Soak test of checkpointing under failure: train_mnist with 2 ranks is killed (SIGKILL of a random
+// rank at a random moment) and resumed, again and again, then runs to the end. Every resume must
+// start from the newest iteration that both ranks had complete when the job died; the final
+// parameters and optimizer state must equal an uninterrupted run's bit for bit; no temporary file
+// and no unreadable snapshot may be left. Not an MPI program itself: it starts the jobs.
+//   soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rensa/serializers/npz.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kRanks = 2;
+
+[[noreturn]] void fail(const std::string& why) {
+  std::cerr << "soak: FAILED: " << why << std::endl;
+  std::exit(1);
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Starts `argv` in a process group of its own with stdout and stderr into `log`.
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
+  const pid_t pid = fork();
+  if (pid < 0) fail("fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    const std::string path = log.string();
+    FILE* out = std::freopen(path.c_str(), "w", stdout);
+    if (out == nullptr || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits for the job; kills its group and fails after `limit_s`.
+int wait_job(pid_t pid, double limit_s, const fs::path& log) {
+  const double start = now_s();
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (now_s() - start > limit_s) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fail("a job ran past " + std::to_string(limit_s) + " s:\n" + read_text(log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(-pid, SIGKILL);  // anything left in the group
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The process of MPI rank `rank` among the children of launcher `parent`, if it runs yet.
+std::optional<pid_t> rank_pid(pid_t parent, int rank) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_text(e.path() / "stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent) continue;
+    const std::string env = read_text(e.path() / "environ");
+    for (std::size_t at = 0; at < env.size();) {
+      const std::size_t end = env.find('\0', at);
+      if (env.compare(at, (end == std::string::npos ? env.size() : end) - at, want) == 0) return std::stoi(name);
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+  }
+  return std::nullopt;
+}
+
+// Iterations for which every rank has its snapshot file in `dir`.
+std::vector<int64_t> complete_iterations(const fs::path& dir) {
+  const std::regex pattern("snapshot_mn_iter_([0-9]+)_rank_([0-9]+)_of_" + std::to_string(kRanks) + "\\.npz");
+  std::map<int64_t, int> count;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, pattern)) ++count[std::stoll(m[1])];
+  }
+  std::vector<int64_t> out;
+  for (const auto& [it, n] : count) {
+    if (n == kRanks) out.push_back(it);
+  }
+  return out;
+}
+
+// Model and optimizer arrays of a snapshot (the rest holds times and logs).
+std::map<std::string, rensa::Array> state_of(const fs::path& file) {
+  std::map<std::string, rensa::Array> out;
+  for (auto& [key, a] : rensa::serializers::read_npz(file.string())) {
+    if (key.rfind("updater/model:main/", 0) == 0 || key.rfind("updater/optimizer:main/", 0) == 0) out[key] = a;
+  }
+  return out;
+}
+
+bool same_bits(const rensa::Array& a, const rensa::Array& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::cerr << "usage: soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED]\n";
+    return 2;
+  }
+  const std::string exe = argv[1], mpirun = argv[2];
+  const fs::path work = argv[3];
+  const int kills = argc > 4 ? std::atoi(argv[4]) : 20;
+  const unsigned seed = argc > 5 ? static_cast<unsigned>(std::atoi(argv[5])) : 1;
+  fs::remove_all(work);
+  fs::create_directories(work);
+  const std::vector<std::string> train = {mpirun, "-n", std::to_string(kRanks), exe, "--communicator", "flat",
+                                          "--epoch", "30", "--limit", "2000", "--batchsize", "50", "--unit", "100"};
+  const double limit_s = 300;
+
+  // The uninterrupted run, and how long it takes.
+  auto reference = train;
+  reference.insert(reference.end(), {"--out", (work / "reference").string()});
+  const double t0 = now_s();
+  if (wait_job(spawn(reference, work / "reference.log"), limit_s, work / "reference.log") != 0) {
+    fail("the uninterrupted run failed:\n" + read_text(work / "reference.log"));
+  }
+  const double duration = now_s() - t0;
+  const auto finals = complete_iterations(work / "reference");
+  if (finals.empty()) fail("the uninterrupted run wrote no snapshot");
+  const int64_t last = finals.back();
+  std::cout << "soak: uninterrupted run: " << duration << " s, " << last << " iterations" << std::endl;
+
+  std::mt19937 rng(seed);
+  const fs::path out = work / "killed";
+  int survived = 0, resumes = 0, fresh_starts = 0;
+  for (int round = 0;; ++round) {
+    const auto have = complete_iterations(out);
+    if (!have.empty() && have.back() == last) break;
+    if (round > 3 * kills + 10) fail("no progress after " + std::to_string(round) + " rounds");
+    auto cmd = train;
+    cmd.insert(cmd.end(), {"--out", out.string()});
+    if (!have.empty()) cmd.insert(cmd.end(), {"--resume", out.string()});
+    const fs::path log = work / ("round_" + std::to_string(round) + ".log");
+    const pid_t job = spawn(cmd, log);
+    const bool killing = survived < kills;
+    if (killing) {
+      // A random rank dies at a random moment of what is left of the run.
+      const double left = 1.0 - (have.empty() ? 0.0 : static_cast<double>(have.back()) / static_cast<double>(last));
+      // A quarter of the kills hit the start (MPI set-up, loading); the others hit training, before
+      // 80% of what is left so that a job rarely ends before its kill.
+      std::uniform_real_distribution<double> early(0.2, 1.0), later(1.0, 1.0 + 0.8 * duration * left);
+      const double at = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? early(rng) : later(rng);
+      const int victim = std::uniform_int_distribution<int>(0, kRanks - 1)(rng);
+      const double start = now_s();
+      while (waitpid(job, nullptr, WNOHANG) == 0) {
+        if (now_s() - start >= at) {
+          if (const auto pid = rank_pid(job, victim)) {
+            kill(*pid, SIGKILL);
+            ++survived;
+            break;
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    const int rc = wait_job(job, limit_s, log);
+    const std::string text = read_text(log);
+    if (!killing && rc != 0) fail("round " + std::to_string(round) + " failed (exit " + std::to_string(rc) + "):\n" + text);
+    if (have.empty()) {
+      ++fresh_starts;
+      continue;
+    }
+    std::smatch m;
+    if (std::regex_search(text, m, std::regex("resumed from iteration ([0-9]+)"))) {
+      ++resumes;
+      if (std::stoll(m[1]) != have.back()) {
+        fail("round " + std::to_string(round) + " resumed from iteration " + m[1].str() +
+             ", not from the newest complete one, " + std::to_string(have.back()));
+      }
+    } else if (rc == 0) {
+      fail("round " + std::to_string(round) + " did not say where it resumed:\n" + text);
+    }  // else killed before it had loaded
+  }
+
+  // The end state: bit for bit the uninterrupted run's; nothing temporary or broken left behind.
+  const auto mine = complete_iterations(out);
+  if (mine.empty() || mine.back() != last) fail("the killed run did not reach iteration " + std::to_string(last));
+  for (int r = 0; r < kRanks; ++r) {
+    const std::string name = "snapshot_mn_iter_" + std::to_string(last) + "_rank_" + std::to_string(r) + "_of_" +
+                             std::to_string(kRanks) + ".npz";
+    const auto want = state_of(work / "reference" / name);
+    const auto got = state_of(out / name);
+    if (want.empty() || want.size() != got.size()) fail("rank " + std::to_string(r) + ": the saved state differs");
+    for (const auto& [key, a] : want) {
+      const auto it = got.find(key);
+      if (it == got.end() || !same_bits(a, it->second)) fail("rank " + std::to_string(r) + ": '" + key + "' differs");
+    }
+  }
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] == '.' && name.find(".tmp") != std::string::npos) fail("a temporary file was left: " + name);
+    if (name.rfind("snapshot_mn_", 0) == 0) {
+      try {
+        rensa::serializers::read_npz(e.path().string());
+      } catch (const std::exception& x) {
+        fail("an unreadable snapshot was left: " + std::string(x.what()));
+      }
+    }
+  }
+  std::cout << "soak: " << survived << " kills survived (" << resumes << " resumes, " << fresh_starts
+            << " fresh starts); the final state equals the uninterrupted run's bit for bit" << std::endl;
+  return 0;
+}
