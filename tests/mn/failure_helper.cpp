@@ -7,6 +7,7 @@
 // waits for a message from the last rank, which stops). Without timeout_ms, the communicator's
 // default (RENSA_MN_TIMEOUT) holds.
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -48,8 +49,11 @@ int main(int argc, char** argv) {
     } else if (scenario == "sigstop" || scenario == "background" || scenario == "recv") {
       raise(SIGSTOP);
     } else if (scenario == "segv") {
-      volatile int* null = nullptr;
-      *null = 1;
+      // A real fault, on a page that cannot be written: not a null store, which the undefined
+      // behaviour sanitizer would report and abort on before any signal is raised.
+      void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (page == MAP_FAILED) return 4;
+      *static_cast<volatile int*>(page) = 1;
     } else if (scenario == "exit") {
       std::cerr << "helper: rank " << comm.rank() << " leaves with exit code 3" << std::endl;
       return 3;  // MPI_Finalize at exit would wait for the others forever

@@ -17,9 +17,9 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -107,15 +107,30 @@ std::optional<pid_t> rank_pid(pid_t parent, int rank) {
   return std::nullopt;
 }
 
+// The decimal number at the start of `s`, if any.
+std::optional<int64_t> leading_number(std::string_view s) {
+  std::size_t n = 0;
+  while (n < s.size() && n < 18 && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n == 0) return std::nullopt;
+  return std::stoll(std::string(s.substr(0, n)));
+}
+
 // Iterations for which every rank has its snapshot file in `dir`.
 std::vector<int64_t> complete_iterations(const fs::path& dir) {
-  const std::regex pattern("snapshot_mn_iter_([0-9]+)_rank_([0-9]+)_of_" + std::to_string(kRanks) + "\\.npz");
+  const std::string prefix = "snapshot_mn_iter_";
   std::map<int64_t, int> count;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::smatch m;
     const std::string name = e.path().filename().string();
-    if (std::regex_match(name, m, pattern)) ++count[std::stoll(m[1])];
+    if (name.rfind(prefix, 0) != 0) continue;
+    const auto it = leading_number(std::string_view(name).substr(prefix.size()));
+    if (!it) continue;
+    for (int r = 0; r < kRanks; ++r) {
+      if (name == prefix + std::to_string(*it) + "_rank_" + std::to_string(r) + "_of_" + std::to_string(kRanks) +
+                      ".npz") {
+        ++count[*it];
+      }
+    }
   }
   std::vector<int64_t> out;
   for (const auto& [it, n] : count) {
@@ -208,11 +223,13 @@ int main(int argc, char** argv) {
       ++fresh_starts;
       continue;
     }
-    std::smatch m;
-    if (std::regex_search(text, m, std::regex("resumed from iteration ([0-9]+)"))) {
+    const std::string said = "resumed from iteration ";
+    const std::size_t at = text.find(said);
+    if (at != std::string::npos) {
       ++resumes;
-      if (std::stoll(m[1]) != have.back()) {
-        fail("round " + std::to_string(round) + " resumed from iteration " + m[1].str() +
+      const auto from = leading_number(std::string_view(text).substr(at + said.size()));
+      if (from != have.back()) {
+        fail("round " + std::to_string(round) + " resumed from iteration " + (from ? std::to_string(*from) : "?") +
              ", not from the newest complete one, " + std::to_string(have.back()));
       }
     } else if (rc == 0) {
