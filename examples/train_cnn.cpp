@@ -153,14 +153,8 @@ int main(int argc, char** argv) {
       rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(grad_dtype)};
       if (timeout >= 0) options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000));
       comm = rensa::mn::create_communicator(communicator, argc, argv, options);
-    } else if (const auto launched = rensa::mn::launched_rank(); launched && launched->size > 1) {
-      // Each process would train alone on all the data and write the same --out.
-      rensa::mn::print_error_line("train_cnn", "this is process " + std::to_string(launched->rank) + " of " +
-                                                   std::to_string(launched->size) +
-                                                   " started by an MPI launcher, but --communicator is not given; "
-                                                   "pass --communicator flat to train data-parallel, or start one "
-                                                   "process");
-      return 2;
+    } else if (rensa::mn::refuse_several_processes("train_cnn")) {
+      return 2;  // each process would train alone on all the data and write the same --out
     }
     const bool multi = comm.valid();
     const int rank = multi ? comm.rank() : 0;

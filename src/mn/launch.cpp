@@ -34,6 +34,16 @@ std::optional<LaunchedRank> launched_rank() {
   return from("PMI_RANK", "PMI_SIZE");
 }
 
+bool refuse_several_processes(std::string_view program, std::string_view flag) {
+  const auto launched = launched_rank();
+  if (!launched || launched->size < 2) return false;
+  print_error_line(program, "this is process " + std::to_string(launched->rank) + " of " +
+                                std::to_string(launched->size) + " started by an MPI launcher, but " +
+                                std::string(flag) + " is not given; pass " + std::string(flag) +
+                                " flat to train data-parallel, or start one process");
+  return true;
+}
+
 void print_error_line(std::string_view program, std::string_view message) {
   std::string line;
   if (const auto r = launched_rank()) line = "rank " + std::to_string(r->rank) + ": ";

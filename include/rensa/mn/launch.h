@@ -20,6 +20,11 @@ struct LaunchedRank {
 /// a program can see that it is one of several ranks before it decides whether to use MPI.
 std::optional<LaunchedRank> launched_rank();
 
+/// For a program that trains in one process unless told to use MPI: true, after printing why (one
+/// line naming `program`), when the launcher started several processes of it, which would each
+/// train alone on all the data and write the same output.
+bool refuse_several_processes(std::string_view program, std::string_view flag = "--communicator");
+
 /// Writes "rank R: <program>: <message>" (without "rank R: " outside an MPI job) and a newline to
 /// stderr in one write, so the lines of ranks that fail together never interleave.
 void print_error_line(std::string_view program, std::string_view message);
