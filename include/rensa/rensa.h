@@ -12,6 +12,7 @@
 #include "rensa/core/error.h"
 #include "rensa/core/function_node.h"
 #include "rensa/core/random.h"
+#include "rensa/core/reporter.h"
 #include "rensa/core/shape.h"
 #include "rensa/core/threading.h"
 #include "rensa/core/variable.h"

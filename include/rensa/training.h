@@ -29,6 +29,7 @@
 #include "rensa/iterators/serial_iterator.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/serializers/serializer.h"
+#include "rensa/training/batch_norm_statistics.h"
 #include "rensa/training/extension.h"
 #include "rensa/training/reporter.h"
 #include "rensa/training/summary.h"

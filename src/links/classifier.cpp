@@ -4,9 +4,9 @@
 #include <utility>
 
 #include "rensa/core/error.h"
+#include "rensa/core/reporter.h"
 #include "rensa/functions/evaluation.h"
 #include "rensa/functions/loss.h"
-#include "rensa/training/reporter.h"
 
 namespace rensa::links {
 
@@ -50,10 +50,10 @@ Variable Classifier::forward(const std::vector<Variable>& inputs) {
   accuracy_ = Variable();
   y_ = predictor_->forward(xs);
   loss_ = lossfun_(y_, t);
-  training::report("loss", loss_, this);
+  rensa::report("loss", loss_, this);
   if (compute_accuracy_) {
     accuracy_ = accfun_(y_, t);
-    training::report("accuracy", accuracy_, this);
+    rensa::report("accuracy", accuracy_, this);
   }
   return loss_;
 }

@@ -29,7 +29,7 @@ struct ClassifierOptions {
 
 /// A Chain with one child, "predictor". forward({x..., t}) computes y = predictor(x...),
 /// loss = lossfun(y, t) and, with compute_accuracy, accuracy = accfun(y, t); reports "loss" (and
-/// "accuracy") with this link as the observer (training::report), and returns the loss.
+/// "accuracy") with this link as the observer (rensa::report), and returns the loss.
 class Classifier : public Chain {
  public:
   /// ValueError for a null predictor.

@@ -1,15 +1,14 @@
 #pragma once
 /// \file
 /// BatchNormalization and LayerNormalization layers (Chainer's L.BatchNormalization and
-/// L.LayerNormalization), and recompute_batch_norm_statistics, which replaces the running averages
-/// of every batch normalization in a model by population statistics over one pass of data.
+/// L.LayerNormalization). Population statistics over a pass of data:
+/// rensa/training/batch_norm_statistics.h.
 
 #include <cstdint>
 #include <functional>
 #include <utility>
 
 #include "rensa/functions/normalization.h"
-#include "rensa/iterators/iterator.h"
 #include "rensa/links/link.h"
 
 namespace rensa::links {
@@ -96,14 +95,5 @@ class LayerNormalization : public Link {
   Dtype dtype_;
   Variable gamma_, beta_;
 };
-
-/// Recomputes the statistics of every BatchNormalization in `model` as population statistics over
-/// one pass of `it` (the 15-minute ImageNet recipe): resets their N, runs model(batch column
-/// `column`) in training mode without backprop for every batch until the iterator finishes
-/// (std::nullopt) or completes an epoch, then leaves finetune mode off so that test mode uses the
-/// result. `model` maps inputs to outputs (pass a Classifier's predictor, not the Classifier); give
-/// a fresh iterator, best one without repeat or shuffle (it is read, not reset). Returns the number
-/// of batches used.
-int64_t recompute_batch_norm_statistics(Link& model, iterators::Iterator& it, std::size_t column = 0);
 
 }  // namespace rensa::links

@@ -40,7 +40,7 @@ Variable allreduce(const Variable& x, Communicator comm);
 /// which the multi-node optimizer combines like any parameter's). Unequal batches are exact; a rank may pass an empty
 /// batch (N = 0) as long as some rank has data (ValueError on every rank otherwise). Test mode uses the running
 /// averages and does not communicate. Training-mode forward and backward are collective: every rank must call them at
-/// the same points (links::recompute_batch_norm_statistics too: give every rank the same number of batches).
+/// the same points (training::recompute_batch_norm_statistics too: give every rank the same number of batches).
 /// Parameters, persistent values and options are BatchNormalization's. ValueError for a null communicator.
 class MultiNodeBatchNormalization : public links::BatchNormalization {
  public:

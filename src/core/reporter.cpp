@@ -1,8 +1,9 @@
-#include "rensa/training/reporter.h"
+// The reporter: observations of the current iteration, collected per thread.
+#include "rensa/core/reporter.h"
 
 #include "rensa/core/error.h"
 
-namespace rensa::training {
+namespace rensa {
 namespace {
 // The reporter and observation that report() writes to on this thread (set by Reporter::Scope).
 thread_local Reporter* tls_reporter = nullptr;
@@ -65,4 +66,4 @@ Observation Summary::mean() const {
   return out;
 }
 
-}  // namespace rensa::training
+}  // namespace rensa

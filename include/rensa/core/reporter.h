@@ -1,0 +1,75 @@
+#pragma once
+/// \file
+/// Reporter: collects named scalar observations during an iteration (Chainer's chainer.Reporter).
+/// Code anywhere reports with rensa::report({{"loss", v}}); the values land under the observer's
+/// name ("main/loss") in the reporter that is current on this thread. It sits in the core, below
+/// links, because links report (Classifier's loss and accuracy); the Trainer and the Evaluator
+/// collect. rensa/training/reporter.h keeps the names rensa::training::report etc.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "rensa/core/variable.h"
+
+namespace rensa {
+
+// Observers are links, but the reporter only keys names by their address: a declaration suffices.
+class Link;
+
+/// Named scalar values, e.g. {"main/loss": 0.3}.
+using Observation = std::map<std::string, double>;
+
+/// Maps observers (links) to name prefixes and collects observations.
+class Reporter {
+ public:
+  /// Registers `observer` under `name`: its reports are keyed "name/key". ValueError for a null
+  /// observer.
+  void add_observer(const std::string& name, const Link* observer);
+  /// Records values; keys are prefixed with the observer's name when an observer is given
+  /// (ValueError for an observer that was never registered). No effect outside a Scope.
+  void report(const Observation& values, const Link* observer = nullptr);
+  /// Makes `observation` the target of reports on this thread until the guard dies.
+  class Scope {
+   public:
+    Scope(Reporter& reporter, Observation& observation);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    Reporter* prev_reporter_;
+    Observation* prev_observation_;
+  };
+
+ private:
+  std::map<const Link*, std::string> observer_names_;
+  Observation* observation_ = nullptr;
+  friend class Scope;
+  friend void report(const Observation&, const Link*);
+};
+
+/// Reports to the current reporter of this thread (no effect when there is none).
+void report(const Observation& values, const Link* observer = nullptr);
+/// Convenience: report one Variable's value; ShapeError unless it has one element.
+void report(const std::string& key, const Variable& value, const Link* observer = nullptr);
+
+/// Running means of observations over an interval (each value weighs 1; see
+/// training::DictSummary for weighted, serializable statistics).
+class Summary {
+ public:
+  /// Adds every value of `obs`.
+  void add(const Observation& obs);
+  /// Mean of each key over the values added since the last reset.
+  Observation mean() const;
+  /// Forgets every value.
+  void reset() { sums_.clear(); }
+  /// True when nothing was added since the last reset.
+  bool empty() const { return sums_.empty(); }
+
+ private:
+  std::map<std::string, std::pair<double, int64_t>> sums_;
+};
+
+}  // namespace rensa
