@@ -1,7 +1,9 @@
 // Adam (with AdamW's decoupled weight decay and AMSGrad): hyperparameters and the fused rule.
 #include "rensa/optimizers/adam.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "src/optimizers/fused_rule.h"
 
@@ -30,20 +32,55 @@ double Adam::lr() const {
 }
 
 std::unique_ptr<UpdateRule> Adam::create_update_rule() {
-  return std::make_unique<detail::FusedRule>(OptimizerKind::adam, optimizer_name_,
-                                             std::vector<std::string>{"m", "v", "vhat"}, 2,
-                                             [this](int64_t t, double* hp) {
-                                               // The bias correction uses the rule's own step count, as Chainer's
-                                               // AdamRule does.
-                                               hp[0] = alpha_t(*alpha_, *beta1_, *beta2_, t);
-                                               hp[1] = *beta1_;
-                                               hp[2] = *beta2_;
-                                               hp[3] = *eps_;
-                                               hp[4] = *eta_;
-                                               hp[5] = *weight_decay_rate_;
-                                               hp[6] = *amsgrad_ != 0.0 ? 1.0 : 0.0;
-                                               return *amsgrad_ != 0.0 ? 3 : 2;
-                                             });
+  return std::make_unique<detail::FusedRule>(
+      optimizer_name_, std::vector<std::string>{"m", "v", "vhat"}, 2, [this] { return *amsgrad_ != 0.0 ? 3 : 2; },
+      [this](const Array& param, const Array& grad, const Array* state, int64_t t) {
+        // The bias correction uses the rule's own step count, as Chainer's AdamRule does.
+        const double lr = alpha_t(*alpha_, *beta1_, *beta2_, t);
+        const auto make = [lr, b1 = *beta1_, b2 = *beta2_, eps = *eps_, eta = *eta_,
+                           wd = *weight_decay_rate_]<class T>() {
+          using C = compute_t<T>;
+          const C alpha_t = C(lr), one_m_b1 = C(1.0 - b1), one_m_b2 = C(1.0 - b2), eps_c = C(eps);
+          const C eta_c = C(eta), wd_c = C(wd);
+          // Decoupled weight decay (AdamW): the decay term is not scaled by the adaptive step.
+          const auto apply = [=](T& p, C m, C vh) {
+            const C pc = C(p);
+            p = T(pc - eta_c * (alpha_t * m / (std::sqrt(vh) + eps_c) + wd_c * pc));
+          };
+          const auto moments = [=](const T& g, T& m, T& v) {
+            const C gc = C(g), mc = C(m), vc = C(v);
+            m = T(mc + one_m_b1 * (gc - mc));
+            v = T(vc + one_m_b2 * (gc * gc - vc));
+          };
+          return std::make_pair(apply, moments);
+        };
+        if (*amsgrad_ != 0.0) {
+          backends::fused_update<3>(param, grad, state, [&]<class T>() {
+            using C = compute_t<T>;
+            const auto fns = make.template operator()<T>();
+            const auto apply = fns.first;
+            const auto moments = fns.second;
+            return [=](T& p, const T& g, T& m, T& v, T& vhat) {
+              moments(g, m, v);
+              // AMSGrad: the running maximum of the stored second moments.
+              const C vh = std::max(C(vhat), C(v));
+              vhat = T(vh);
+              apply(p, C(m), vh);
+            };
+          }, optimizer_name_);
+        } else {
+          backends::fused_update<2>(param, grad, state, [&]<class T>() {
+            using C = compute_t<T>;
+            const auto fns = make.template operator()<T>();
+            const auto apply = fns.first;
+            const auto moments = fns.second;
+            return [=](T& p, const T& g, T& m, T& v) {
+              moments(g, m, v);
+              apply(p, C(m), C(v));
+            };
+          }, optimizer_name_);
+        }
+      });
 }
 
 }  // namespace rensa::optimizers

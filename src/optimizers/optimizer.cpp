@@ -157,13 +157,13 @@ void Optimizer::for_each_param(const std::function<void(const std::string&, cons
 
 namespace detail {
 
-FusedRule::FusedRule(OptimizerKind kind, const char* owner, std::vector<std::string> state_names, int n_required,
-                     HyperparamFn hyperparams)
-    : kind_(kind),
-      owner_(owner),
+FusedRule::FusedRule(const char* owner, std::vector<std::string> state_names, int n_required,
+                     std::function<int()> n_state, StepFn step)
+    : owner_(owner),
       state_names_(std::move(state_names)),
       n_required_(n_required),
-      hyperparams_(std::move(hyperparams)) {
+      n_state_(std::move(n_state)),
+      step_(std::move(step)) {
   RENSA_CHECK(state_names_.size() <= kMaxState, ValueError, owner_, ": at most ", kMaxState, " state arrays");
 }
 
@@ -181,12 +181,10 @@ void FusedRule::update(const Variable& param) {
               " does not match parameter dtype ", p.dtype(), " (shape ", p.shape(), ")");
   RENSA_CHECK(g.device() == p.device(), DeviceError, owner_, ": gradient on ", g.device(), " but parameter ", p.shape(),
               " on ", p.device());
-  auto kernel = RENSA_KERNEL(p.device(), optimizer_update, owner_);
-  ++t;
-  double hp[kMaxHyperparams] = {};
-  const int n_state = hyperparams_(t, hp);
+  const int n_state = n_state_ ? n_state_() : static_cast<int>(state_names_.size());
   prepare_state(p, n_state);
-  kernel(kind_, p, g, state_.data(), n_state, hp);
+  ++t;
+  step_(p, g, state_.data(), t);
 }
 
 void FusedRule::prepare_state(const Array& param, int n_state) {

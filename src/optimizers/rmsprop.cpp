@@ -1,5 +1,7 @@
-// RMSprop: hyperparameters and the fused rule.
+// RMSprop: hyperparameters and the update math.
 #include "rensa/optimizers/rmsprop.h"
+
+#include <cmath>
 
 #include "src/optimizers/fused_rule.h"
 
@@ -13,13 +15,19 @@ RMSprop::RMSprop(double lr, double alpha, double eps)
 }
 
 std::unique_ptr<UpdateRule> RMSprop::create_update_rule() {
-  return std::make_unique<detail::FusedRule>(OptimizerKind::rmsprop, optimizer_name_, std::vector<std::string>{"ms"}, 1,
-                                             [this](int64_t, double* hp) {
-                                               hp[0] = *lr_;
-                                               hp[1] = *alpha_;
-                                               hp[2] = *eps_;
-                                               return 1;
-                                             });
+  return std::make_unique<detail::FusedRule>(
+      optimizer_name_, std::vector<std::string>{"ms"}, 1, nullptr,
+      [this](const Array& param, const Array& grad, const Array* state, int64_t) {
+        backends::fused_update<1>(param, grad, state, [lr = *lr_, alpha = *alpha_, eps = *eps_]<class T>() {
+          using C = compute_t<T>;
+          return [lr = C(lr), a = C(alpha), one_m_a = C(1.0 - alpha), eps = C(eps)](T& p, const T& g, T& ms) {
+            const C gc = C(g);
+            const C msn = a * C(ms) + one_m_a * gc * gc;
+            ms = T(msn);
+            p = T(C(p) - lr * gc / (std::sqrt(msn) + eps));
+          };
+        }, optimizer_name_);
+      });
 }
 
 }  // namespace rensa::optimizers

@@ -33,17 +33,6 @@ enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, n
 enum class ReduceOp : uint8_t { sum, prod, max, min, argmax, argmin };
 /// Distributions for the random kernel.
 enum class RandomDist : uint8_t { uniform, normal };
-/// Update rules of the fused optimizer_update kernel. Each lists its state arrays and its
-/// hyperparameters `hp` in the order the kernel reads them.
-enum class OptimizerKind : uint8_t {
-  sgd,           ///< state: none; hp: lr
-  momentum_sgd,  ///< state: v; hp: lr, momentum
-  nesterov_ag,   ///< state: v; hp: lr, momentum
-  adam,          ///< state: m, v[, vhat]; hp: alpha_t, beta1, beta2, eps, eta, weight_decay_rate, amsgrad (0/1)
-  rmsprop,       ///< state: ms; hp: lr, alpha, eps
-  adagrad,       ///< state: h; hp: lr, eps
-};
-
 /// Geometry of a 2-d convolution over NCHW arrays: y[n, o, i, j] = sum over c, ky, kx of
 /// x[n, c, i*stride_y - pad_y + ky*dilate_y, j*stride_x - pad_x + kx*dilate_x] * W[o, c, ky, kx],
 /// elements outside x reading 0, c running over the input channels of o's group. pad_* is the
@@ -89,12 +78,6 @@ struct KernelTable {
   /// out = cond ? a : b elementwise; cond bool, a, b and out of one dtype, all of out's shape
   /// (inputs may have stride-0 axes).
   void (*where)(const Array& cond, const Array& a, const Array& b, const Array& out) = nullptr;
-  /// One optimizer step in place, in one pass: updates `param` and its `n_state` state arrays
-  /// (`state[0..n_state)`, see OptimizerKind) from `grad`. All arrays have param's shape and dtype
-  /// (floating); 16-bit floats are computed in float32.
-  void (*optimizer_update)(OptimizerKind kind, const Array& param, const Array& grad, const Array* state,
-                           int n_state, const double* hp) = nullptr;
-
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions

@@ -116,7 +116,6 @@ std::unique_ptr<Backend> make_cpu_backend() {
   k.select_item = cpu::select_item;
   k.scatter_item = cpu::scatter_item;
   k.where = cpu::where;
-  k.optimizer_update = cpu::optimizer_update;
   k.conv2d_forward = cpu::conv2d_forward;
   k.conv2d_backward_data = cpu::conv2d_backward_data;
   k.conv2d_backward_weights = cpu::conv2d_backward_weights;

@@ -15,8 +15,6 @@ void random(RandomDist dist, const Array& out, uint64_t seed, uint64_t offset, d
 void select_item(const Array& x, const Array& t, const Array& y);
 void scatter_item(const Array& gy, const Array& t, const Array& gx);
 void where(const Array& cond, const Array& a, const Array& b, const Array& out);
-void optimizer_update(OptimizerKind kind, const Array& param, const Array& grad, const Array* state, int n_state,
-                      const double* hp);
 void conv2d_forward(const Array& x, const Array& w, const Array& b, const Array& y, const Conv2dParams& p);
 void conv2d_backward_data(const Array& gy, const Array& w, const Array& gx, const Conv2dParams& p);
 void conv2d_backward_weights(const Array& x, const Array& gy, const Array& gw, const Conv2dParams& p);

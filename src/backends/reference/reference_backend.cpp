@@ -191,72 +191,6 @@ void where(const Array& cond, const Array& a, const Array& b, const Array& out) 
   });
 }
 
-// One optimizer step written out as Chainer's rules do it, one statement per state update.
-void optimizer_update(OptimizerKind kind, const Array& param, const Array& grad, const Array* state, int n_state,
-                      const double* hp) {
-  const bool amsgrad = kind == OptimizerKind::adam && hp[6] != 0.0;
-  const int expected = kind == OptimizerKind::sgd ? 0 : kind == OptimizerKind::adam ? (amsgrad ? 3 : 2) : 1;
-  RENSA_CHECK(n_state == expected, ValueError, "reference optimizer_update: kind ", static_cast<int>(kind), " takes ",
-              expected, " state arrays, got ", n_state);
-  dispatch_floating(param.dtype(), "reference optimizer_update", [&]<class T>() {
-    using C = compute_t<T>;
-    const Array none = param;
-    const Array& s0 = n_state > 0 ? state[0] : none;
-    const Array& s1 = n_state > 1 ? state[1] : none;
-    const Array& s2 = n_state > 2 ? state[2] : none;
-    for_each_index<5>(param.shape(), {&param, &grad, &s0, &s1, &s2}, [&](auto off) {
-      T& p = ptr<T>(param)[off[0]];
-      const C g = C(ptr<T>(grad)[off[1]]);
-      switch (kind) {
-        case OptimizerKind::sgd:
-          p = T(C(p) - C(hp[0]) * g);
-          break;
-        case OptimizerKind::momentum_sgd: {
-          T& v = ptr<T>(s0)[off[2]];
-          v = T(C(v) * C(hp[1]));
-          v = T(C(v) - C(hp[0]) * g);
-          p = T(C(p) + C(v));
-          break;
-        }
-        case OptimizerKind::nesterov_ag: {
-          T& v = ptr<T>(s0)[off[2]];
-          const C lr = C(hp[0]), mom = C(hp[1]);
-          v = T(C(v) * mom);
-          v = T(C(v) - lr * g);
-          p = T(C(p) + mom * mom * C(v) - (C(1) + mom) * lr * g);
-          break;
-        }
-        case OptimizerKind::adam: {
-          T& m = ptr<T>(s0)[off[2]];
-          T& v = ptr<T>(s1)[off[3]];
-          m = T(C(m) + C(1.0 - hp[1]) * (g - C(m)));
-          v = T(C(v) + C(1.0 - hp[2]) * (g * g - C(v)));
-          C vhat = C(v);
-          if (amsgrad) {
-            T& vh = ptr<T>(s2)[off[4]];
-            if (C(vh) < C(v)) vh = v;
-            vhat = C(vh);
-          }
-          const C step = C(hp[0]) / (std::sqrt(vhat) + C(hp[3]));
-          p = T(C(p) - C(hp[4]) * (step * C(m) + C(hp[5]) * C(p)));
-          break;
-        }
-        case OptimizerKind::rmsprop: {
-          T& ms = ptr<T>(s0)[off[2]];
-          ms = T(C(ms) * C(hp[1]) + C(1.0 - hp[1]) * g * g);
-          p = T(C(p) - C(hp[0]) * g / (std::sqrt(C(ms)) + C(hp[2])));
-          break;
-        }
-        case OptimizerKind::adagrad: {
-          T& h = ptr<T>(s0)[off[2]];
-          h = T(C(h) + g * g);
-          p = T(C(p) - C(hp[0]) * g / (std::sqrt(C(h)) + C(hp[1])));
-          break;
-        }
-      }
-    });
-  });
-}
 
 }  // namespace
 }  // namespace reference
@@ -274,7 +208,6 @@ std::unique_ptr<Backend> make_reference_backend() {
   k.select_item = host::select_item;
   k.scatter_item = host::scatter_item;
   k.where = reference::where;
-  k.optimizer_update = reference::optimizer_update;
   k.conv2d_forward = reference::conv2d_forward;
   k.conv2d_backward_data = reference::conv2d_backward_data;
   k.conv2d_backward_weights = reference::conv2d_backward_weights;

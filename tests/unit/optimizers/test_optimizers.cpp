@@ -1,11 +1,12 @@
 // Optimizers: each update against a hand-written float64 formula over several steps, the fused
-// kernels of the cpu backend against the reference backend, 16-bit parameters, state creation,
+// loops of the cpu backend against the reference backend, every optimizer on both backends, 16-bit parameters, state creation,
 // hyperparameters and their errors, and training a least-squares problem.
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <vector>
 
-#include "rensa/core/backend.h"
+#include "src/backends/fused_update.h"
 #include "rensa/links/link.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"
@@ -272,71 +273,96 @@ TEST(Optimizers, UpdateErrors) {
   EXPECT_EQ(sgd.epoch(), 1);
 }
 
-// Calls the optimizer_update kernel of `device` on copies of the inputs; returns param and state.
-std::vector<Array> run_kernel(Device device, OptimizerKind kind, const Array& p, const Array& g,
-                              const std::vector<Array>& state, const std::vector<double>& hp, bool noncontig) {
-  auto prep = [&](const Array& a) {
+// The fused loops of the cpu and reference backends run a step alike: 0 to 3 state arrays, every
+// floating dtype, the parallel path (40200 elements), strided arrays.
+template <std::size_t S>
+std::vector<Array> run_loop(Device device, const std::vector<Array>& inputs, bool noncontig) {
+  std::vector<Array> xs;
+  for (const Array& a : inputs) {
     Array c = a.to(device).copy();
-    return noncontig ? testing::make_noncontiguous(c) : c;
-  };
-  Array pc = prep(p), gc = prep(g);
-  std::vector<Array> sc;
-  for (const auto& s : state) sc.push_back(prep(s));
-  RENSA_KERNEL(device, optimizer_update, "test")(kind, pc, gc, sc.data(), static_cast<int>(sc.size()), hp.data());
-  std::vector<Array> out{pc.to(Device::cpu())};
-  for (const auto& s : sc) out.push_back(s.to(Device::cpu()));
+    xs.push_back(noncontig ? testing::make_noncontiguous(c) : c);
+  }
+  backends::fused_update<S>(xs[0], xs[1], xs.data() + 2, []<class T>() {
+    using C = compute_t<T>;
+    return [](T& p, const T& g, auto&... s) {
+      C acc = C(g);
+      ((acc = acc * C(0.5) + C(s), s = T(acc * acc)), ...);
+      p = T(C(p) - C(0.1) * acc);
+    };
+  }, "test");
+  std::vector<Array> out;
+  for (std::size_t k = 0; k < 2 + S; ++k) {
+    if (k != 1) out.push_back(xs[k].to(Device::cpu()));
+  }
   return out;
 }
 
-struct KernelCase {
-  OptimizerKind kind;
-  int n_state;
-  std::vector<double> hp;
-};
-
-std::vector<KernelCase> kernel_cases() {
-  return {{OptimizerKind::sgd, 0, {0.1}},
-          {OptimizerKind::momentum_sgd, 1, {0.1, 0.9}},
-          {OptimizerKind::nesterov_ag, 1, {0.1, 0.9}},
-          {OptimizerKind::adam, 2, {0.01, 0.9, 0.999, 1e-8, 0.7, 0.01, 0.0}},
-          {OptimizerKind::adam, 3, {0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, 1.0}},
-          {OptimizerKind::rmsprop, 1, {0.01, 0.99, 1e-8}},
-          {OptimizerKind::adagrad, 1, {0.01, 1e-8}}};
-}
-
-TEST(Optimizers, CpuKernelMatchesReference) {
+template <std::size_t S>
+void expect_loops_agree() {
   for (const Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
-    for (const Shape& shape : {Shape{7, 5}, Shape{200, 201}}) {  // 40200 elements: the parallel path
+    for (const Shape& shape : {Shape{7, 5}, Shape{200, 201}}) {
       for (const bool noncontig : {false, true}) {
-        for (const auto& c : kernel_cases()) {
-          const Array p = randn(shape, Dtype::float64, 1).astype(dtype);
-          const Array g = randn(shape, Dtype::float64, 2).astype(dtype);
-          std::vector<Array> state;
-          // States that the kinds keep positive (second moments) are drawn positive.
-          for (int k = 0; k < c.n_state; ++k) {
-            state.push_back(randu(shape, 0.0, 1.0, Dtype::float64, 3 + static_cast<uint64_t>(k)).astype(dtype));
-          }
-          const auto yc = run_kernel(Device::cpu(), c.kind, p, g, state, c.hp, noncontig);
-          const auto yr = run_kernel(Device::reference(), c.kind, p, g, state, c.hp, noncontig);
-          const double tol = dtype == Dtype::float64 ? 1e-13 : dtype == Dtype::float32 ? 2e-6 : 1e-2;
-          for (std::size_t i = 0; i < yc.size(); ++i) {
-            EXPECT_TRUE(allclose(yc[i], yr[i], tol, tol)) << "kind " << static_cast<int>(c.kind) << " " << dtype << " "
-                                                          << shape << " noncontig " << noncontig << " output " << i;
-          }
+        std::vector<Array> inputs;
+        for (std::size_t k = 0; k < 2 + S; ++k) inputs.push_back(randn(shape, Dtype::float64, 1 + k).astype(dtype));
+        const auto yc = run_loop<S>(Device::cpu(), inputs, noncontig);
+        const auto yr = run_loop<S>(Device::reference(), inputs, noncontig);
+        for (std::size_t i = 0; i < yc.size(); ++i) {
+          EXPECT_TRUE(allclose(yc[i], yr[i], 1e-6, 1e-6))
+              << S << " states " << dtype << " " << shape << " noncontig " << noncontig << " output " << i;
         }
       }
     }
   }
 }
 
-TEST(Optimizers, KernelRejectsWrongStateCount) {
-  const Array p = Array::zeros({3}), g = Array::zeros({3});
-  for (const Device d : {Device::cpu(), Device::reference()}) {
-    const double hp[7] = {0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, 1.0};
-    Array st[2] = {Array::zeros({3}), Array::zeros({3})};
-    expect_error<ValueError>([&] { RENSA_KERNEL(d, optimizer_update, "test")
-                                   (OptimizerKind::adam, p, g, st, 2, hp); },
-                             {"optimizer_update", "takes 3 state arrays, got 2"});
+TEST(FusedUpdate, CpuLoopMatchesReferenceLoop) {
+  expect_loops_agree<0>();
+  expect_loops_agree<1>();
+  expect_loops_agree<2>();
+  expect_loops_agree<3>();
+}
+
+TEST(FusedUpdate, Errors) {
+  const auto make = []<class T>() { return [](T&, const T&) {}; };
+  const Array i = Array::zeros({3}, Dtype::int32);
+  expect_error<DtypeError>([&] { backends::fused_update<0>(i, i, nullptr, make, "MyOptimizer"); },
+                           {"MyOptimizer", "floating", "int32"});
+}
+
+// Every optimizer runs its step on both backends alike, in every floating dtype.
+TEST(Optimizers, EveryOptimizerOnReferenceMatchesCpu) {
+  const std::vector<std::function<std::unique_ptr<O::Optimizer>()>> makers = {
+      [] { return std::make_unique<O::SGD>(0.1); },
+      [] { return std::make_unique<O::MomentumSGD>(0.1, 0.9); },
+      [] { return std::make_unique<O::NesterovAG>(0.1, 0.9); },
+      [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.999, 1e-8, 0.7, 0.01); },
+      [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, true); },
+      [] { return std::make_unique<O::RMSprop>(0.01, 0.9); },
+      [] { return std::make_unique<O::AdaGrad>(0.01); }};
+  for (const Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
+    for (std::size_t i = 0; i < makers.size(); ++i) {
+      const auto& make = makers[i];
+      Model mc(dtype), mr(dtype, Device::reference());
+      auto oc = make(), orf = make();
+      oc->setup(mc.root);
+      orf->setup(mr.root);
+      for (int64_t t = 1; t <= 3; ++t) {
+        mc.set_grads(t);
+        mr.set_grads(t);
+        oc->update();
+        orf->update();
+      }
+      const double tol = dtype == Dtype::float64 ? 1e-13 : dtype == Dtype::float32 ? 1e-6 : 1e-2;
+      EXPECT_TRUE(allclose(mc.W.array(), mr.W.array().to(Device::cpu()), tol, tol)) << "optimizer " << i << " " << dtype;
+      EXPECT_TRUE(allclose(mc.b.array(), mr.b.array().to(Device::cpu()), tol, tol)) << "optimizer " << i << " " << dtype;
+      const auto sc = oc->rule(mc.W)->state(), sr = orf->rule(mr.W)->state();
+      ASSERT_EQ(sc.size(), sr.size()) << "optimizer " << i;
+      for (std::size_t k = 0; k < sc.size(); ++k) {
+        EXPECT_EQ(sr[k].second.device(), Device::reference());
+        EXPECT_TRUE(allclose(sc[k].second, sr[k].second.to(Device::cpu()), tol, tol))
+            << "optimizer " << i << " " << sc[k].first;
+      }
+    }
   }
 }
 
