@@ -20,6 +20,27 @@ const Registry& registry() {
 }
 }  // namespace
 
+// Names from the op lists: a switch per list, so a value outside the enum gets "?".
+#define RENSA_X(name) \
+  case Op::name:      \
+    return #name;
+std::string_view op_name(UnaryOp op) {
+  using Op = UnaryOp;
+  switch (op) { RENSA_UNARY_OPS(RENSA_X) }
+  return "?";
+}
+std::string_view op_name(BinaryOp op) {
+  using Op = BinaryOp;
+  switch (op) { RENSA_BINARY_OPS(RENSA_X) }
+  return "?";
+}
+std::string_view op_name(ReduceOp op) {
+  using Op = ReduceOp;
+  switch (op) { RENSA_REDUCE_OPS(RENSA_X) }
+  return "?";
+}
+#undef RENSA_X
+
 Backend& get_backend(Device device) {
   switch (device.type) {
     case DeviceType::cpu: return *registry().cpu;

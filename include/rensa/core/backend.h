@@ -15,22 +15,44 @@
 
 namespace rensa {
 
-/// Elementwise functions of one array. p0/p1 are the parameters where one is named.
-enum class UnaryOp : uint8_t {
-  neg, exp, log, sqrt, abs, sign, square, reciprocal, sin, cos,
-  relu, sigmoid, tanh, softplus,
-  leaky_relu,  ///< p0: slope for x < 0
-  elu,         ///< p0: alpha
-  pow_scalar,  ///< x ** p0
-  clip,        ///< min(max(x, p0), p1)
-  affine,      ///< x * p0 + p1
-  finite_or_zero,  ///< x where finite, 0 for inf and NaN
-};
-/// Elementwise functions of two arrays of the same dtype. Comparisons write 1 or 0 in the output's
-/// dtype (bool or the inputs' dtype).
-enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
+// The op lists. Each op is named once here; the enums, the kernels' dispatch
+// (src/backends/common/scalar_ops.h), the names (op_name) and the kernel tests (every op on every
+// backend against the reference) all come from these lists. An op's scalar formula is
+// unary_fn/binary_fn in scalar_ops.h; a reduction's is in each backend's reduce kernel.
+
+/// Elementwise functions of one array. p0/p1 are the parameters where one is named:
+/// leaky_relu (p0: slope for x < 0), elu (p0: alpha), pow_scalar (x ** p0), clip (min(max(x, p0),
+/// p1)), affine (x * p0 + p1); finite_or_zero is x where finite and 0 for inf and NaN.
+#define RENSA_UNARY_OPS(X)                                                                                     \
+  X(neg) X(exp) X(log) X(sqrt) X(abs) X(sign) X(square) X(reciprocal) X(sin) X(cos) X(relu) X(sigmoid) X(tanh) \
+      X(softplus) X(leaky_relu) X(elu) X(pow_scalar) X(clip) X(affine) X(finite_or_zero)
+/// Elementwise functions of two arrays of the same dtype. Comparisons (from eq on) write 1 or 0 in
+/// the output's dtype (bool or the inputs' dtype).
+#define RENSA_BINARY_OPS(X) X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 /// Reductions over a set of axes. argmax/argmin take one axis and write int64.
-enum class ReduceOp : uint8_t { sum, prod, max, min, argmax, argmin };
+#define RENSA_REDUCE_OPS(X) X(sum) X(prod) X(max) X(min) X(argmax) X(argmin)
+
+#define RENSA_OP_ENUMERATOR(name) name,
+enum class UnaryOp : uint8_t { RENSA_UNARY_OPS(RENSA_OP_ENUMERATOR) };
+enum class BinaryOp : uint8_t { RENSA_BINARY_OPS(RENSA_OP_ENUMERATOR) };
+enum class ReduceOp : uint8_t { RENSA_REDUCE_OPS(RENSA_OP_ENUMERATOR) };
+#undef RENSA_OP_ENUMERATOR
+
+/// Every op of each list, in list order.
+#define RENSA_X(name) UnaryOp::name,
+inline constexpr UnaryOp kUnaryOps[] = {RENSA_UNARY_OPS(RENSA_X)};
+#undef RENSA_X
+#define RENSA_X(name) BinaryOp::name,
+inline constexpr BinaryOp kBinaryOps[] = {RENSA_BINARY_OPS(RENSA_X)};
+#undef RENSA_X
+#define RENSA_X(name) ReduceOp::name,
+inline constexpr ReduceOp kReduceOps[] = {RENSA_REDUCE_OPS(RENSA_X)};
+#undef RENSA_X
+
+/// The op's name as in its list ("leaky_relu"); "?" for a value outside the enum.
+std::string_view op_name(UnaryOp op);
+std::string_view op_name(BinaryOp op);
+std::string_view op_name(ReduceOp op);
 /// Distributions for the random kernel.
 enum class RandomDist : uint8_t { uniform, normal };
 /// Geometry of a 2-d convolution over NCHW arrays: y[n, o, i, j] = sum over c, ky, kx of

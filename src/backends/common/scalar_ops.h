@@ -78,16 +78,13 @@ inline C binary_fn(C a, C b) {
 
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 
-/// Calls f.template operator()<Op>() for the runtime op.
+/// Calls f.template operator()<Op>() for the runtime op (every op of the list, RENSA_UNARY_OPS).
 template <class F>
 void dispatch_unary(UnaryOp op, F&& f) {
   switch (op) {
 #define RENSA_CASE(name) \
   case UnaryOp::name: f.template operator()<UnaryOp::name>(); return;
-    RENSA_CASE(neg) RENSA_CASE(exp) RENSA_CASE(log) RENSA_CASE(sqrt) RENSA_CASE(abs) RENSA_CASE(sign)
-    RENSA_CASE(square) RENSA_CASE(reciprocal) RENSA_CASE(sin) RENSA_CASE(cos) RENSA_CASE(relu)
-    RENSA_CASE(sigmoid) RENSA_CASE(tanh) RENSA_CASE(softplus) RENSA_CASE(leaky_relu) RENSA_CASE(elu)
-    RENSA_CASE(pow_scalar) RENSA_CASE(clip) RENSA_CASE(affine) RENSA_CASE(finite_or_zero)
+    RENSA_UNARY_OPS(RENSA_CASE)
 #undef RENSA_CASE
   }
 }
@@ -97,8 +94,7 @@ void dispatch_binary(BinaryOp op, F&& f) {
   switch (op) {
 #define RENSA_CASE(name) \
   case BinaryOp::name: f.template operator()<BinaryOp::name>(); return;
-    RENSA_CASE(add) RENSA_CASE(sub) RENSA_CASE(mul) RENSA_CASE(div) RENSA_CASE(pow) RENSA_CASE(maximum)
-    RENSA_CASE(minimum) RENSA_CASE(eq) RENSA_CASE(ne) RENSA_CASE(lt) RENSA_CASE(le) RENSA_CASE(gt) RENSA_CASE(ge)
+    RENSA_BINARY_OPS(RENSA_CASE)
 #undef RENSA_CASE
   }
 }

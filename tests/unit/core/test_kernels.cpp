@@ -214,32 +214,9 @@ class KernelsThreads : public ::testing::TestWithParam<int> {
   int saved_ = 1;
 };
 
-std::string unary_name(UnaryOp op) {
-  static const char* names[] = {"neg",        "exp", "log",        "sqrt", "abs",     "sign",          "square",
-                                "reciprocal", "sin", "cos",        "relu", "sigmoid", "tanh",          "softplus",
-                                "leaky_relu", "elu", "pow_scalar", "clip", "affine",  "finite_or_zero"};
-  return names[static_cast<int>(op)];
-}
-std::string binary_name(BinaryOp op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
-  return names[static_cast<int>(op)];
-}
-std::string reduce_name(ReduceOp op) {
-  static const char* names[] = {"sum", "prod", "max", "min", "argmax", "argmin"};
-  return names[static_cast<int>(op)];
-}
-
-const std::vector<UnaryOp> kUnaryOps = {
-    UnaryOp::neg,  UnaryOp::exp,        UnaryOp::log,        UnaryOp::sqrt,     UnaryOp::abs,
-    UnaryOp::sign, UnaryOp::square,     UnaryOp::reciprocal, UnaryOp::sin,      UnaryOp::cos,
-    UnaryOp::relu, UnaryOp::sigmoid,    UnaryOp::tanh,       UnaryOp::softplus, UnaryOp::leaky_relu,
-    UnaryOp::elu,  UnaryOp::pow_scalar, UnaryOp::clip,       UnaryOp::affine,   UnaryOp::finite_or_zero};
-const std::vector<BinaryOp> kBinaryOps = {
-    BinaryOp::add, BinaryOp::sub, BinaryOp::mul, BinaryOp::div, BinaryOp::pow, BinaryOp::maximum, BinaryOp::minimum,
-    BinaryOp::eq,  BinaryOp::ne,  BinaryOp::lt,  BinaryOp::le,  BinaryOp::gt,  BinaryOp::ge};
-const std::vector<ReduceOp> kReduceOps = {ReduceOp::sum, ReduceOp::prod,   ReduceOp::max,
-                                          ReduceOp::min, ReduceOp::argmax, ReduceOp::argmin};
+std::string unary_name(UnaryOp op) { return std::string(op_name(op)); }
+std::string binary_name(BinaryOp op) { return std::string(op_name(op)); }
+std::string reduce_name(ReduceOp op) { return std::string(op_name(op)); }
 
 // Parameters exercised per unary op (p0, p1).
 std::vector<std::pair<double, double>> unary_params(UnaryOp op) {
@@ -446,7 +423,7 @@ TEST(Kernels, UnaryKnownValues) {
       {UnaryOp::affine, 2.0, 1.0, {-3, 0, 1, 2, 5}},
       {UnaryOp::finite_or_zero, 0, 0, {-2, -0.5, 0, 0.5, 2}},
   };
-  ASSERT_EQ(cases.size(), kUnaryOps.size());
+  ASSERT_EQ(cases.size(), std::size(kUnaryOps));
   for (Device dev : {Device::cpu(), Device::reference()}) {
     Array in = Array::from_vector(x).to(dev);
     for (const auto& c : cases) {
@@ -569,7 +546,7 @@ TEST(Kernels, BinaryKnownValues) {
       {BinaryOp::gt, {1, 0, 0, 0, 0}},
       {BinaryOp::ge, {1, 0, 1, 0, 0}},
   };
-  ASSERT_EQ(cases.size(), kBinaryOps.size());
+  ASSERT_EQ(cases.size(), std::size(kBinaryOps));
   for (Device dev : {Device::cpu(), Device::reference()}) {
     for (Dtype d : {Dtype::float64, Dtype::float32, Dtype::float16}) {
       Array x = from_doubles(a, {5}, d).to(dev), y = from_doubles(b, {5}, d).to(dev);
