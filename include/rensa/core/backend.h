@@ -129,6 +129,20 @@ struct KernelTable {
   void (*avg_pool2d_backward)(const Array& gy, const Array& gx, const Pool2dParams& p) = nullptr;
 };
 
+/// Every slot of KernelTable, in order. A backend declares its kernels from this list
+/// (src/backends/kernel_slots.h: one function per slot, with the slot's type and name, in the
+/// backend's namespace) and registers them from it, so a kernel is a slot here and one definition
+/// per backend. The count is checked against the table.
+#define RENSA_KERNEL_SLOTS(X)                                                                                     \
+  X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
+      X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
+          X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
+              X(avg_pool2d_backward)
+#define RENSA_COUNT_SLOT(name) +1
+static_assert(sizeof(KernelTable) == (0 RENSA_KERNEL_SLOTS(RENSA_COUNT_SLOT)) * sizeof(void (*)()),
+              "every member of KernelTable must be listed in RENSA_KERNEL_SLOTS");
+#undef RENSA_COUNT_SLOT
+
 /// A backend: memory allocation and the kernel table for one device type.
 class Backend {
  public:

@@ -105,26 +105,7 @@ std::unique_ptr<Backend> make_host_backend(std::string_view name) { return std::
 
 std::unique_ptr<Backend> make_cpu_backend() {
   auto b = make_host_backend("cpu");
-  KernelTable& k = b->kernels();
-  k.fill = cpu::fill;
-  k.copy = cpu::copy;
-  k.unary = cpu::unary;
-  k.binary = cpu::binary;
-  k.reduce = cpu::reduce;
-  k.matmul = cpu::matmul;
-  k.random = cpu::random;
-  k.select_item = cpu::select_item;
-  k.scatter_item = cpu::scatter_item;
-  k.where = cpu::where;
-  k.conv2d_forward = cpu::conv2d_forward;
-  k.conv2d_backward_data = cpu::conv2d_backward_data;
-  k.conv2d_backward_weights = cpu::conv2d_backward_weights;
-  k.conv2d_memory_format = cpu::conv2d_memory_format;
-  k.max_pool2d_forward = cpu::max_pool2d_forward;
-  k.max_pool2d_backward = cpu::max_pool2d_backward;
-  k.max_pool2d_gather = cpu::max_pool2d_gather;
-  k.avg_pool2d_forward = cpu::avg_pool2d_forward;
-  k.avg_pool2d_backward = cpu::avg_pool2d_backward;
+  RENSA_REGISTER_KERNELS(b->kernels(), cpu);
   return b;
 }
 

@@ -1,7 +1,7 @@
 // Reference convolution and pooling: the defining sums written as plain loops over every index,
 // accumulated in double (int64 for nothing: these kernels take floating dtypes only). Slow on
 // purpose; the cpu backend is tested against them.
-#include "src/backends/reference/conv_pool.h"
+#include "src/backends/reference/kernels.h"
 
 #include <cmath>
 #include <vector>

@@ -6,7 +6,7 @@
 
 #include "src/backends/common/host_kernels.h"
 #include "src/backends/common/scalar_ops.h"
-#include "src/backends/reference/conv_pool.h"
+#include "src/backends/reference/kernels.h"
 
 namespace rensa::backends {
 std::unique_ptr<Backend> make_host_backend(std::string_view name);
@@ -36,6 +36,8 @@ template <class T>
 T* ptr(const Array& a) {
   return static_cast<T*>(a.raw_data());
 }
+
+}  // namespace
 
 void fill(const Array& dst, double value) {
   dispatch(dst.dtype(), [&]<class T>() {
@@ -191,31 +193,16 @@ void where(const Array& cond, const Array& a, const Array& b, const Array& out) 
   });
 }
 
+void select_item(const Array& x, const Array& t, const Array& y) { host::select_item(x, t, y); }
+void scatter_item(const Array& gy, const Array& t, const Array& gx) { host::scatter_item(gy, t, gx); }
+// Naive loops index any strides: no layout is cheaper than another.
+MemoryFormat conv2d_memory_format(Dtype) { return MemoryFormat::contiguous; }
 
-}  // namespace
 }  // namespace reference
 
 std::unique_ptr<Backend> make_reference_backend() {
   auto b = make_host_backend("reference");
-  KernelTable& k = b->kernels();
-  k.fill = reference::fill;
-  k.copy = reference::copy;
-  k.unary = reference::unary;
-  k.binary = reference::binary;
-  k.reduce = reference::reduce;
-  k.matmul = reference::matmul;
-  k.random = reference::random;
-  k.select_item = host::select_item;
-  k.scatter_item = host::scatter_item;
-  k.where = reference::where;
-  k.conv2d_forward = reference::conv2d_forward;
-  k.conv2d_backward_data = reference::conv2d_backward_data;
-  k.conv2d_backward_weights = reference::conv2d_backward_weights;
-  k.max_pool2d_forward = reference::max_pool2d_forward;
-  k.max_pool2d_backward = reference::max_pool2d_backward;
-  k.max_pool2d_gather = reference::max_pool2d_gather;
-  k.avg_pool2d_forward = reference::avg_pool2d_forward;
-  k.avg_pool2d_backward = reference::avg_pool2d_backward;
+  RENSA_REGISTER_KERNELS(b->kernels(), reference);
   return b;
 }
 
