@@ -131,7 +131,10 @@ class Engine {
       FunctionNode* f = stack.back();
       stack.pop_back();
       RENSA_CHECK(!f->released(), ValueError, "backward: the graph through '", f->label(),
-                  "' was freed by an earlier backward; pass retain_graph to backpropagate twice");
+                  "' was freed by an earlier backward, which drops what each function saved. To "
+                  "backpropagate through it again, pass retain_graph to that earlier backward; to start a "
+                  "new graph from a variable computed before it (truncated BPTT), call unchain_backward() on "
+                  "the earlier loss, or unchain() on the variable, after its backward");
       for (const auto& in : f->inputs()) {
         if (!in || !in->requires_grad) continue;
         touch(in);

@@ -27,9 +27,10 @@ Array FunctionNode::zero_grad_output(std::size_t i) const {
 }
 
 void FunctionNode::release() {
-  inputs_.clear();
-  inputs_.shrink_to_fit();
+  // The input edges stay (a few small vertices): unchain_backward after a backward must still be
+  // able to walk the graph and cut it, as Chainer's truncated BPTT does. The arrays go.
   retained_outputs_.clear();
+  retained_outputs_.shrink_to_fit();
   release_saved();
   released_ = true;
 }

@@ -62,7 +62,8 @@ class FunctionNode {
   uint64_t sequence() const { return sequence_; }
   /// True once backward ran through this node without retain_graph (or unchain_backward cut it).
   bool released() const { return released_; }
-  /// Drops the inputs and saved data: the graph behind this node is cut.
+  /// Drops the saved data (saved arrays, retained outputs, captured variables): backward cannot run
+  /// through this node again. Its input edges stay, so unchain_backward can still cut the graph.
   void release();
 
   // engine bookkeeping

@@ -117,7 +117,10 @@ class Variable {
   void backward(const BackwardOptions& options = {}) const;
   /// Makes this variable a leaf: forgets its creator.
   void unchain() const;
-  /// Cuts the graph behind this variable: every function reachable backward drops its inputs.
+  /// Cuts the graph behind this variable: every function reachable backward drops its inputs, and
+  /// every variable behind it becomes a leaf. Works after backward too, which is Chainer's order for
+  /// truncated BPTT: `loss.backward(); loss.unchain_backward();` then the next segment's graph starts
+  /// at the kept state.
   void unchain_backward() const;
 
   /// Registers an observer called when this leaf's gradient is final (see GradHook).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "rensa/rensa.h"
+#include "tests/unit/test_util.h"
 
 using namespace rensa;
 namespace F = rensa::functions;
@@ -66,6 +67,41 @@ TEST(Autograd, UnchainBackwardCutsTheGraph) {
   h.unchain_backward();
   y.backward();
   EXPECT_TRUE(x.grad().is_null());
+}
+
+// Regression: Chainer's truncated-BPTT order (backward, then unchain_backward) did nothing, because
+// backward had already dropped the nodes' input edges, and the next backward through the old state
+// failed with advice that did not fit.
+TEST(Autograd, UnchainBackwardAfterBackwardCutsTheGraph) {
+  Variable W(Array::from_vector<double>({0.5, -0.25}), true);
+  Variable h(Array::from_vector<double>({1.0, 2.0}));
+  h = F::tanh(h * W);
+  Variable loss = F::sum(h);
+  loss.backward();
+  const std::vector<double> g1 = W.grad().array().to_vector<double>();
+  loss.unchain_backward();
+  EXPECT_EQ(h.creator(), nullptr);  // h is a leaf now: the next backward stops there
+  W.cleargrad();
+  Variable h2 = F::tanh(h * W);
+  F::sum(h2).backward();
+  // d/dW sum(tanh(h * W)) with h fixed: h * (1 - tanh(h W)^2).
+  const std::vector<double> hv = h.array().to_vector<double>(), wv = W.array().to_vector<double>();
+  const std::vector<double> g2 = W.grad().array().to_vector<double>();
+  for (std::size_t i = 0; i < 2; ++i) {
+    const double t = std::tanh(hv[i] * wv[i]);
+    EXPECT_NEAR(g2[i], hv[i] * (1 - t * t), 1e-12) << i;
+  }
+  EXPECT_EQ(g1.size(), 2u);
+}
+
+TEST(Autograd, FreedGraphErrorNamesBothRemedies) {
+  Variable W(Array::from_vector<double>({0.5, -0.25}), true);
+  Variable h = F::tanh(Variable(Array::from_vector<double>({1.0, 2.0})) * W);
+  F::sum(h).backward();
+  // Without unchain_backward, the next step's graph runs into the freed one.
+  rensa::test::expect_error<ValueError>([&] { F::sum(F::tanh(h * W)).backward(); },
+                                 {"backward", "freed by an earlier backward", "retain_graph", "unchain_backward()",
+                                  "truncated BPTT"});
 }
 
 TEST(Autograd, ImplicitGradNeedsOneElement) {
