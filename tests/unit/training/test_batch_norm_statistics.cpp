@@ -20,12 +20,6 @@ namespace L = rensa::links;
 using rensa::test::expect_error;
 using rensa::test::randn;
 
-namespace {
-std::vector<double> vec(const Array& a) {
-  return a.to_vector<double>();
-}
-}  // namespace
-
 TEST(BatchNormStatistics, RecomputeOverOnePass) {
   // A model conv -> bn; the population statistics must be those of the conv outputs over the data.
   auto conv = std::make_shared<L::Convolution2D>(1, 2, 3, L::Convolution2DOptions{.seed = 5});
@@ -57,10 +51,10 @@ TEST(BatchNormStatistics, RecomputeOverOnePass) {
   std::vector<double> var_mean(2, 0.0);
   for (int k = 0; k < 3; ++k) {
     auto part = F::batch_normalization(F::get_item(h, {Slice{4 * k, 4 * k + 4, 1}}), Variable(), Variable());
-    auto v = vec(part.var);
+    auto v = part.var.to_vector<double>();
     for (int c = 0; c < 2; ++c) var_mean[c] += v[c] * 36.0 / 35.0 / 3;
   }
-  auto v = vec(bn->avg_var());
+  auto v = bn->avg_var().to_vector<double>();
   for (int c = 0; c < 2; ++c) EXPECT_NEAR(v[c], var_mean[c], 1e-4);
   // No graph was recorded for the parameters.
   EXPECT_TRUE(conv->W().grad().is_null());
