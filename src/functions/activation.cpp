@@ -50,9 +50,9 @@ Variable leaky_relu(const Variable& x, double slope) {
   detail::check_floating("leaky_relu", x);
   return record1("leaky_relu", {x}, detail::unary("leaky_relu", UnaryOp::leaky_relu, x.array(), slope),
                  [x, slope](const BackwardContext& ctx) {
-                   // 1 where x >= 0, slope elsewhere (the kernel's branch); read from x, since y's
-                   // sign says nothing when slope <= 0.
-                   Array d = mask("leaky_relu", BinaryOp::ge, x.array(), 0.0);
+                   // 1 where x > 0, slope elsewhere (at x = 0 too, as Chainer and PyTorch); read
+                   // from x, since y's sign says nothing when slope <= 0.
+                   Array d = mask("leaky_relu", BinaryOp::gt, x.array(), 0.0);
                    unary_inplace("leaky_relu", UnaryOp::affine, d, 1.0 - slope, slope);
                    return Grads{mul(ctx.grad_output(), Variable(d))};
                  });
@@ -63,8 +63,8 @@ Variable elu(const Variable& x, double alpha) {
   return record1(
       "elu", {x}, detail::unary("elu", UnaryOp::elu, x.array(), alpha),
       [x, alpha](const BackwardContext& ctx) {
-        // dy/dx = 1 for x >= 0, alpha exp(x) = y + alpha otherwise.
-        Array pos = mask("elu", BinaryOp::ge, x.array(), 0.0);
+        // dy/dx = 1 for x > 0, alpha exp(x) = y + alpha otherwise (alpha at x = 0, as Chainer).
+        Array pos = mask("elu", BinaryOp::gt, x.array(), 0.0);
         Array neg = detail::unary("elu", UnaryOp::affine, pos, -1.0, 1.0);
         Variable d = add(mul(add(ctx.output(), alpha), Variable(neg)), Variable(pos));
         return Grads{mul(ctx.grad_output(), d)};

@@ -260,6 +260,10 @@ std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& 
   check_not_null("split_axis", x);
   axis = axis_of("split_axis", axis, x.ndim(), x.shape());
   const auto ax = static_cast<std::size_t>(axis);
+  // As Chainer, only the last index is checked; earlier ones out of order give empty pieces.
+  RENSA_CHECK(indices.empty() || indices.back() <= x.shape()[ax], ShapeError, "split_axis: the last index ",
+              indices.empty() ? 0 : indices.back(), " is past the end of axis ", axis, " (size ", x.shape()[ax],
+              ") of x ", x.shape());
   const std::vector<Piece> pieces = split_pieces(indices, x.shape()[ax]);
   std::vector<Array> ys;
   bool tiles = true;  // the pieces cover the axis in order, without gaps or overlaps

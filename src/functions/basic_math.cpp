@@ -152,7 +152,8 @@ Variable minimum(const Variable& a, const Variable& b) {
 
 Variable clip(const Variable& x, double lo, double hi) {
   detail::check_floating("clip", x);
-  RENSA_CHECK(lo <= hi, ValueError, "clip: lo ", lo, " > hi ", hi);
+  RENSA_CHECK(lo < hi, ValueError, "clip: x_min must be less than x_max, got x_min ", lo, " and x_max ", hi,
+              " (x ", x.shape(), ")");
   Array y = detail::unary("clip", UnaryOp::clip, x.array(), lo, hi);
   return record1("clip", {x}, std::move(y), [x, lo, hi](const BackwardContext& ctx) {
     const Array& xa = x.array();

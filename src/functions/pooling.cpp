@@ -85,6 +85,8 @@ Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> strid
   const char* op = "max_pooling_2d";
   const Int2 s = stride.value_or(ksize);
   const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
+  // Chainer rejects an empty x (there is no max of nothing to index); average pooling accepts it.
+  RENSA_CHECK(x.size() > 0, ShapeError, op, ": x ", x.shape(), " is empty; max pooling needs at least one element");
   const Pool2dParams p{ksize.y, ksize.x, s.y, s.x, pad.y, pad.x};
   // The outputs and the gradient keep x's layout.
   const MemoryFormat x_format = x.array().suggest_memory_format();

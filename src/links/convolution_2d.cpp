@@ -54,7 +54,7 @@ ConvolutionLinkBase::ConvolutionLinkBase(const char* name, bool transposed, int6
   check_args(name_, in_channels, out_channels, ksize, options_, dtype_);
   if (options_.seed) gen_.emplace(*options_.seed);
   if (!options_.initialW) options_.initialW = std::make_shared<initializers::LeCunNormal>();
-  W_ = add_param("W");
+  W_ = add_param("W", dtype_);
   if (!options_.nobias) {
     b_ = add_param("b", make_bias(out_channels_, dtype_, device_, options_, gen_ ? *gen_ : default_generator()));
   }

@@ -23,7 +23,7 @@ Linear::Linear(int64_t out_size, LinearOptions options)
               dtype_);
   if (options.seed) gen_.emplace(*options.seed);
   if (!initialW_) initialW_ = std::make_shared<initializers::LeCunNormal>();
-  W_ = add_param("W");
+  W_ = add_param("W", dtype_);
   if (!options.nobias) {
     Array b = Array::empty({out_size_}, dtype_, device_);
     if (options.initial_bias) {

@@ -65,9 +65,21 @@ Variable Link::add_param(const std::string& name, Array init) {
   check_new_name("Link::add_param", name);
   RENSA_CHECK(init.is_null() || is_floating(init.dtype()), DtypeError, "Link::add_param: parameter '", name,
               "' must have a floating dtype, got ", init.dtype());
+  if (init.is_null()) return add_param(name, config().dtype);
   Variable v(std::move(init), true);
   v.set_name(name);
   params_.emplace_back(name, v);
+  return v;
+}
+
+Variable Link::add_param(const std::string& name, Dtype dtype) {
+  check_new_name("Link::add_param", name);
+  RENSA_CHECK(is_floating(dtype), DtypeError, "Link::add_param: parameter '", name,
+              "' must have a floating dtype, got ", dtype);
+  Variable v(Array(), true);
+  v.set_name(name);
+  params_.emplace_back(name, v);
+  lazy_dtypes_.emplace_back(name, dtype);
   return v;
 }
 
@@ -231,10 +243,16 @@ void Link::serialize(serializers::Serializer& s) {
       continue;
     }
     // Loading into an initialized parameter copies into its memory (aliases stay valid); an
-    // uninitialized one adopts a copy of the stored array (the deserializer's may be shared).
+    // uninitialized one adopts a copy of the stored array (the deserializer's may be shared), in
+    // its declared dtype.
     const bool was_null = a.is_null();
     s.array(name, a);
-    if (was_null && !a.is_null()) v.set_array(a.device() == device_ ? a.copy() : a.to(device_));
+    if (was_null && !a.is_null()) {
+      const auto declared = std::find_if(lazy_dtypes_.begin(), lazy_dtypes_.end(),
+                                         [&n = name](const auto& e) { return e.first == n; });
+      if (declared != lazy_dtypes_.end() && a.dtype() != declared->second) a = a.astype(declared->second);
+      v.set_array(a.device() == device_ ? a.copy() : a.to(device_));
+    }
   }
   for (auto& [name, a] : persistents_) {
     const bool was_null = a.is_null();

@@ -73,8 +73,8 @@ LayerNormalization::LayerNormalization(int64_t size, double eps) : eps_(eps), dt
   RENSA_CHECK(eps > 0.0, ValueError, "LayerNormalization: eps must be positive, got ", eps);
   RENSA_CHECK(is_floating(dtype_), DtypeError, "LayerNormalization: parameters need a floating dtype, the config's is ",
               dtype_);
-  gamma_ = add_param("gamma");
-  beta_ = add_param("beta");
+  gamma_ = add_param("gamma", dtype_);
+  beta_ = add_param("beta", dtype_);
   if (size > 0) initialize(size);
 }
 

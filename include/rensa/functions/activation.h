@@ -7,9 +7,9 @@
 namespace rensa::functions {
 
 Variable relu(const Variable& x);
-/// x for x >= 0, slope * x otherwise.
+/// x for x > 0, slope * x otherwise; the gradient at x = 0 is slope, as in Chainer.
 Variable leaky_relu(const Variable& x, double slope = 0.2);
-/// x for x >= 0, alpha * (exp(x) - 1) otherwise.
+/// x for x > 0, alpha * (exp(x) - 1) otherwise; the gradient at x = 0 is alpha, as in Chainer.
 Variable elu(const Variable& x, double alpha = 1.0);
 Variable sigmoid(const Variable& x);
 Variable tanh(const Variable& x);

@@ -28,7 +28,8 @@ Variable concat(const std::vector<Variable>& xs, int64_t axis = 1);
 Variable stack(const std::vector<Variable>& xs, int64_t axis = 0);
 /// Splits into `sections` equal parts along `axis` (ValueError if not divisible).
 std::vector<Variable> split_axis(const Variable& x, int64_t sections, int64_t axis);
-/// Splits before each of `indices` along `axis` (NumPy's array_split with indices).
+/// Splits before each of `indices` along `axis` (NumPy's array_split with indices). ShapeError when
+/// the last index is past the end of the axis, as Chainer.
 std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& indices, int64_t axis);
 /// NumPy basic indexing (integers, Slice, NewAxis, Ellipsis); the gradient scatters back.
 Variable get_item(const Variable& x, const std::vector<Index>& indices);

@@ -27,7 +27,8 @@ Variable abs(const Variable& x);
 Variable maximum(const Variable& a, const Variable& b);
 /// Elementwise minimum; where a == b the gradient goes to a.
 Variable minimum(const Variable& a, const Variable& b);
-/// min(max(x, lo), hi); ValueError when lo > hi. The gradient is 1 inside [lo, hi], 0 outside.
+/// min(max(x, lo), hi) (Chainer's x_min, x_max; pass -/+infinity for Chainer's None). ValueError
+/// unless lo < hi (lo == hi too, as Chainer). The gradient is 1 inside [lo, hi], 0 outside.
 Variable clip(const Variable& x, double lo, double hi);
 
 /// x + value (value converted to x's dtype).

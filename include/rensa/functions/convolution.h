@@ -78,7 +78,8 @@ Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& 
 /// OH = ceil((H + 2 pad_y - KH) / stride_y) + 1 instead of floor. Padding never wins. The
 /// gradient flows to the first maximum of each window only; its own gradient gathers at those
 /// same positions. ValueError when pad >= ksize or a window would hold padding only;
-/// ShapeError when x is not 4-d or the window is larger than the padded input.
+/// ShapeError when x is not 4-d, is empty (as Chainer), or the window is larger than the padded
+/// input.
 Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride = std::nullopt, Int2 pad = 0,
                         bool cover_all = true);
 
@@ -86,7 +87,7 @@ Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> strid
 /// average_pooling_2d, i.e. its pad_value = 0: averages near the border are biased toward zero).
 /// stride defaults to ksize. `cover_all` (off by default, as Chainer, which has no such mode
 /// here) extends the windows past the bottom/right edge as max_pooling_2d does; the extra cells
-/// count as padding. Errors as max_pooling_2d.
+/// count as padding. Errors as max_pooling_2d, except that an empty x is accepted.
 Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride = std::nullopt, Int2 pad = 0,
                             bool cover_all = false);
 

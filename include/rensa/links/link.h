@@ -30,6 +30,10 @@ class Link {
   /// array at the first forward). Returns the registered variable (a handle: it aliases the
   /// stored one). ValueError for a duplicate or empty name, or one containing '/'.
   Variable add_param(const std::string& name, Array init = Array());
+  /// Registers uninitialized parameter `name` that will hold `dtype` (floating; DtypeError
+  /// otherwise): loading it from a file casts to `dtype`, as Chainer's uninitialized Parameter.
+  /// add_param(name) without an array declares the config's dtype at registration.
+  Variable add_param(const std::string& name, Dtype dtype);
   /// Registers persistent value `name` (saved and loaded, not trained).
   void add_persistent(const std::string& name, Array value);
   /// The persistent value `name` (ValueError if absent). Assigning to the returned reference
@@ -73,8 +77,8 @@ class Link {
   int64_t count_params() const;
 
   /// Saves/loads parameters (by name), persistent values and children (through s.child(name)).
-  /// Uninitialized parameters are skipped when saving and adopt the stored array (moved to this
-  /// link's device) when loading.
+  /// Uninitialized parameters are skipped when saving and adopt the stored array (cast to their
+  /// declared dtype and moved to this link's device, as Chainer) when loading.
   virtual void serialize(serializers::Serializer& s);
 
   /// The forward of a single-input link; NotImplementedError unless overridden.
@@ -103,6 +107,8 @@ class Link {
   void collect_persistents(const std::string& prefix, std::vector<std::pair<std::string, Array*>>& out) const;
 
   std::vector<std::pair<std::string, Variable>> params_;
+  /// The dtype each parameter registered without an array was declared with.
+  std::vector<std::pair<std::string, Dtype>> lazy_dtypes_;
   std::vector<std::pair<std::string, Array>> persistents_;
   std::string name_;
 };

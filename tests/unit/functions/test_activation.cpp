@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/functions/conformance.h"
 #include "tests/unit/test_util.h"
 
 using namespace rensa;
@@ -171,6 +172,15 @@ TEST(Activation, Backward) {
   }
 }
 
+// Every elementwise activation through the shared checks (tests/unit/functions/conformance.h).
+TEST(Activation, Conforms) {
+  for (const auto& c : elementwise_cases()) {
+    rensa::test::FunctionCase fc{.name = c.name, .f = wrap(c.f), .shapes = {{3, 4}}};
+    if (c.has_kink) fc.kinks = {0.0};
+    rensa::test::expect_conforms(fc);
+  }
+}
+
 TEST(Activation, BackwardKnownValues) {
   // relu's gradient is the mask of x > 0; sigmoid's is y (1 - y).
   Variable x(Array::from_vector<double>({-1.0, 2.0, 0.5}), true);
@@ -189,6 +199,19 @@ TEST(Activation, BackwardKnownValues) {
   Variable z(randn({2, 5}), true);
   F::sum(F::softmax(z)).backward();
   expect_near_vec(z.grad().array().to_vector<double>(), std::vector<double>(10, 0.0));
+}
+
+// At exactly x = 0 the gradients are Chainer's (and PyTorch's): slope for leaky_relu, alpha for elu.
+TEST(Activation, GradientAtZeroIsChainers) {
+  Variable x(Array::from_vector<double>({0.0, -0.0}), true);
+  F::sum(F::leaky_relu(x, 0.2)).backward();
+  expect_near_vec(x.grad().array().to_vector<double>(), {0.2, 0.2});
+  x.cleargrad();
+  F::sum(F::leaky_relu(x, -0.5)).backward();
+  expect_near_vec(x.grad().array().to_vector<double>(), {-0.5, -0.5});
+  x.cleargrad();
+  F::sum(F::elu(x, 0.5)).backward();
+  expect_near_vec(x.grad().array().to_vector<double>(), {0.5, 0.5});
 }
 
 TEST(Activation, BackwardSizeZero) {

@@ -281,12 +281,13 @@ TEST(SplitAxis, Forward) {
   EXPECT_EQ(zs[1].shape(), (Shape{2, 3}));
   EXPECT_EQ(values(zs[1]), (std::vector<double>{2, 3, 4, 8, 9, 10}));
   EXPECT_EQ(values(zs[2]), (std::vector<double>{5, 11}));
-  // NumPy's rules: negative indices count from the end, ends are clamped, pieces may be empty.
-  auto ws = F::split_axis(Variable(arange_f64(6, {6})), std::vector<int64_t>{-2, 10}, 0);
+  // NumPy's rules: negative indices count from the end, ends are clamped, pieces may be empty;
+  // only the last index must lie within the axis, as Chainer checks.
+  auto ws = F::split_axis(Variable(arange_f64(6, {6})), std::vector<int64_t>{10, -2}, 0);
   ASSERT_EQ(ws.size(), 3u);
-  EXPECT_EQ(values(ws[0]), (std::vector<double>{0, 1, 2, 3}));
-  EXPECT_EQ(values(ws[1]), (std::vector<double>{4, 5}));
-  EXPECT_EQ(ws[2].shape(), (Shape{0}));
+  EXPECT_EQ(values(ws[0]), (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(ws[1].shape(), (Shape{0}));
+  EXPECT_EQ(values(ws[2]), (std::vector<double>{4, 5}));
   auto one_piece = F::split_axis(x, std::vector<int64_t>{}, 0);
   ASSERT_EQ(one_piece.size(), 1u);
   EXPECT_EQ(one_piece[0].shape(), (Shape{2, 6}));
@@ -323,6 +324,10 @@ TEST(SplitAxis, Errors) {
   Variable x(randn({2, 5}));
   expect_error<ValueError>([&] { F::split_axis(x, 2, 1); }, {"split_axis", "2 sections", "axis 1", "(2, 5)"});
   expect_error<ValueError>([&] { F::split_axis(x, 0, 1); }, {"split_axis", "positive"});
+  // Chainer rejects a last index past the end of the axis (it accepts it equal to the size).
+  expect_error<ShapeError>([&] { F::split_axis(x, std::vector<int64_t>{1, 6}, 1); },
+                           {"split_axis", "last index 6", "axis 1", "size 5", "(2, 5)"});
+  EXPECT_EQ(F::split_axis(x, std::vector<int64_t>{1, 5}, 1)[2].shape(), (Shape{2, 0}));
   expect_error<IndexError>([&] { F::split_axis(x, 1, 2); }, {"split_axis", "axis 2", "(2, 5)"});
   expect_error<IndexError>([&] { F::split_axis(x, std::vector<int64_t>{1}, -3); }, {"split_axis", "(2, 5)"});
 }

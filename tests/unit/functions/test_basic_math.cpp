@@ -422,7 +422,6 @@ TEST(BasicMathValues, Elementwise) {
   expect_values(F::maximum(a, b), {2.0, 3.0, 4.0, 4.0});
   expect_values(F::minimum(a, b), {1.0, -2.0, -0.5, 0.25});
   expect_values(F::clip(a, -1.0, 2.0), {1.0, -1.0, 2.0, 0.25});
-  expect_values(F::clip(a, 0.5, 0.5), {0.5, 0.5, 0.5, 0.5});
   expect_values(F::add(a, 1.5), {2.5, -0.5, 5.5, 1.75});
   expect_values(F::mul(a, -2.0), {-2.0, 4.0, -8.0, -0.5});
   expect_values(F::rsub(a, 1.0), {0.0, 3.0, -3.0, 0.75});
@@ -540,6 +539,8 @@ TEST(BasicMathErrors, DtypeMismatch) {
 TEST(BasicMathErrors, ClipBoundsAndNulls) {
   Variable x(Array::ones({2}));
   expect_error<ValueError>([&] { F::clip(x, 1.0, -1.0); }, {"clip", "1", "-1"});
+  // Chainer requires x_min < x_max strictly.
+  expect_error<ValueError>([&] { F::clip(x, 0.5, 0.5); }, {"clip", "x_min must be less than x_max", "0.5"});
   expect_error<ValueError>([&] { F::clip(x, std::nan(""), 1.0); }, {"clip"});
   Variable null;
   expect_error<ValueError>([&] { F::add(null, x); }, {"add"});

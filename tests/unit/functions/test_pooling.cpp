@@ -135,7 +135,14 @@ TEST(MaxPooling2D, Backward) {
   check_backward(max_fn(3, 1, 1), {distinct({1, 2, 5, 5}, Dtype::float64, 5)});  // overlapping windows
   check_backward(max_fn(3, 2, 1), {make_noncontiguous(distinct({2, 3, 6, 7}, Dtype::float64, 6))});
   check_backward(max_fn(2), {distinct({2, 3, 4, 6}, Dtype::float64, 7).to(Device::reference())});
-  check_backward(max_fn(2), {randn({0, 3, 4, 4})});
+}
+
+// Chainer rejects max pooling of an empty x (batch or channels 0); average pooling accepts it.
+TEST(Pooling, MaxPoolingOfEmptyInputThrows) {
+  expect_error<ShapeError>([] { F::max_pooling_2d(Variable(randn({0, 3, 4, 4})), 2); },
+                           {"max_pooling_2d", "(0, 3, 4, 4)", "empty"});
+  expect_error<ShapeError>([] { F::max_pooling_2d(Variable(randn({2, 0, 4, 4})), 2); }, {"max_pooling_2d"});
+  EXPECT_EQ(F::average_pooling_2d(Variable(randn({0, 3, 4, 4})), 2).shape(), (Shape{0, 3, 2, 2}));
 }
 
 TEST(MaxPooling2D, DoubleBackward) {

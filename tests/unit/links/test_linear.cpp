@@ -1,11 +1,15 @@
 // links::Linear: parameters, initialization, lazy in_size, forward and gradients.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "rensa/links/linear.h"
+#include "rensa/serializers/npz.h"
 #include "tests/unit/test_util.h"
 
 using namespace rensa;
@@ -164,4 +168,25 @@ TEST(Linear, Errors) {
   expect_error<DtypeError>([&] { l(Variable(Array::zeros({2, 3}, Dtype::float64))); }, {"linear"});
   L::Linear lazy(2);
   expect_error<ShapeError>([&] { lazy(Variable(Array::scalar(1.0))); }, {"Linear", "in_size", "()"});
+}
+
+// A lazy link loading a file of another dtype casts to its own, as Chainer (regression: W kept
+// float64 while b stayed float32, and the first forward threw).
+TEST(Linear, LazyLoadCastsToItsDtype) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("rensa_lazy_linear_" + std::to_string(::getpid()) + ".npz");
+  {
+    auto guard = using_config("dtype", Dtype::float64);
+    L::Linear saved(3, 2, {.seed = 1});
+    serializers::save_npz(path.string(), saved);
+  }
+  L::Linear lazy(2);
+  serializers::load_npz(path.string(), lazy);
+  std::filesystem::remove(path);
+  EXPECT_EQ(lazy.W().dtype(), Dtype::float32);
+  EXPECT_EQ(lazy.W().shape(), (Shape{2, 3}));
+  EXPECT_EQ(lazy.b().dtype(), Dtype::float32);
+  EXPECT_EQ(lazy(Variable(Array::ones({4, 3}))).dtype(), Dtype::float32);
+  Link plain;
+  expect_error<DtypeError>([&] { plain.add_param("w", Dtype::int32); }, {"add_param", "'w'", "int32"});
 }
