@@ -33,7 +33,13 @@ inline void add_flags(CLI::App& app, Flags& f, const std::string& default_optimi
       ->check(CLI::IsMember({"momentum_sgd", "adam", "lars", "lamb", "rmsprop_warmup"}))
       ->capture_default_str();
   app.add_option("--lr", f.lr, "Learning rate (Adam's alpha) at --base-batchsize; default per optimizer: " + lr_defaults)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            double x = 0.0;
+            return CLI::detail::lexical_cast(v, x) && x > 0.0 && std::isfinite(x) ? ""
+                                                                                   : "must be a positive number, got " + v;
+          },
+          "POSITIVE"));
   app.add_option("--base-batchsize", f.base_batchsize,
                  "The global batch --lr is meant for: lr is scaled to batchsize x ranks by the scaling rule "
                  "(default: no scaling)")

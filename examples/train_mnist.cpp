@@ -2,8 +2,8 @@
 // on the test set every epoch, with a log, a printed table, a progress bar, plots and snapshots.
 //   build/release/examples/train_mnist --epoch 20
 // Large minibatches (docs/large_batch.md): another optimizer, the linear scaling rule and a warm-up:
-//   build/release/examples/train_mnist --optimizer momentum_sgd --batchsize 3200 --base-batchsize 100 \
-//       --warmup-epochs 2 --epoch 10
+//   build/release/examples/train_mnist --optimizer momentum_sgd --batchsize 3200 --base-batchsize 100
+//     --warmup-epochs 2 --epoch 10  (one command)
 // Default learning rates (at the batch they are given for): momentum_sgd 0.01, adam 0.001 (alpha),
 // lars 1.0 (trust coefficient 0.001), lamb 0.01, rmsprop_warmup 0.01.
 // Data-parallel over MPI (each rank trains on its shard; gradients are averaged over ranks):
