@@ -225,10 +225,11 @@ TEST(ChainedShift, ResumeContinuesTheSchedule) {
     return std::make_shared<E::ChainedShift>(
         "lr", std::vector<E::ShiftSegment>{
                   {E::warmup_then("lr", 3, 0.1, nullptr), 3},
-                  {std::make_shared<E::MultistepShift>("lr", 0.5, std::vector<int64_t>{1, 3}), 2},
+                  // Resumed at 4, a MultistepShift that lost its step would repeat 0.5 at 5.
+                  {std::make_shared<E::MultistepShift>("lr", 0.5, std::vector<int64_t>{1, 2}), 4},
                   {std::make_shared<E::CosineShift>("lr", 4, 0.01), 0}});
   };
-  for (int64_t split : {1, 3, 4, 6, 8}) expect_resumes(chain, 11, split);
+  for (int64_t split : {1, 3, 4, 7, 9}) expect_resumes(chain, 12, split);
   expect_resumes([] { return E::warmup_then("lr", 4, 0.2, std::make_shared<E::ExponentialShift>("lr", 0.8)); }, 9, 2);
 }
 
