@@ -27,4 +27,5 @@
 #include "rensa/functions/noise.h"
 #include "rensa/functions/normalization.h"
 #include "rensa/functions/reduction.h"
+#include "rensa/functions/rnn.h"
 #include "rensa/training.h"
