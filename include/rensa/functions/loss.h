@@ -3,6 +3,8 @@
 /// Loss functions.
 
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "rensa/core/array.h"
 #include "rensa/core/variable.h"
@@ -60,6 +62,34 @@ Variable gaussian_nll(const Variable& x, const Variable& mean, const Variable& l
                       std::string_view reduce = "sum");
 /// Negative log-likelihood of x in [0, 1] under Bernoulli(sigmoid(y)): softplus(y) - x y.
 Variable bernoulli_nll(const Variable& x, const Variable& y, std::string_view reduce = "sum");
+
+// ---- connectionist temporal classification ------------------------------------------------------
+
+/// CTC loss (Graves et al. 2006; Chainer's connectionist_temporal_classification): x[t] (B, V) the
+/// unnormalized scores at time t (softmax is applied inside), t (B, L) int32/int64 labels padded
+/// to L, `blank_symbol` in [0, V). input_length / label_length (B,) int32/int64 give each
+/// sequence's lengths (null: T and L for all). The negative log-likelihood of the labels summed
+/// over alignments, computed by the forward algorithm in log space with -1e10 for impossible
+/// states (as Chainer; an impossible alignment gives a loss near 1e10, not infinity); reduce
+/// "mean" (over the batch) or "no" (B,). ShapeError / IndexError / ValueError for inconsistent
+/// shapes, labels or lengths (including a label equal to the blank).
+Variable connectionist_temporal_classification(const std::vector<Variable>& x, const Array& t, int64_t blank_symbol,
+                                               const Array& input_length = Array(),
+                                               const Array& label_length = Array(), std::string_view reduce = "mean");
+
+// ---- linear-chain CRF ---------------------------------------------------------------------------
+
+/// Negative log-likelihood of label sequences under a linear-chain CRF (Chainer's crf1d): cost
+/// (K, K) holds the transition scores cost[i, j] from label i to label j; xs[t] (B_t, K) the
+/// unary scores and ys[t] (B_t,) (int32/int64) the labels at time t, time-major with
+/// B_0 >= B_1 >= ... (sequences sorted by decreasing length, then transposed). loss = log Z -
+/// score(ys); reduce "mean" (sum over the B_0 sequences / B_0) or "no" (B_0,). ShapeError for
+/// inconsistent shapes, IndexError for a label outside [0, K).
+Variable crf1d(const Variable& cost, const std::vector<Variable>& xs, const std::vector<Array>& ys,
+               std::string_view reduce = "mean");
+/// The best label sequences of crf1d's model (Viterbi): their scores (B_0,) and the path, one
+/// int64 array (B_t,) per time step. Errors as crf1d.
+std::pair<Variable, std::vector<Array>> argmax_crf1d(const Variable& cost, const std::vector<Variable>& xs);
 
 // ---- covariance penalties ----------------------------------------------------------------------
 

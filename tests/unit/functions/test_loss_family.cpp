@@ -158,3 +158,101 @@ TEST(LossFamily, Errors) {
   expect_error<ShapeError>([&] { F::decov(Variable(randn({2}))); }, {"decov", "(N, K)", "(2,)"});
   expect_error<ValueError>([&] { F::decov(x, "sum"); }, {"decov", "unknown reduce 'sum'", "\"half_squared_sum\""});
 }
+
+// ---- crf1d and argmax_crf1d (Chainer 7.8.1's values on the same inputs) -------------------------
+
+namespace {
+
+Variable sin_arr(const Shape& shape, double off) {
+  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = std::sin(0.37 * static_cast<double>(k) + off);
+  return Variable(Array::from_vector(v, shape));
+}
+
+const std::vector<Array> crf_labels{Array::from_vector<int32_t>({0, 2, 1}), Array::from_vector<int32_t>({1, 1}),
+                                    Array::from_vector<int32_t>({2, 0}), Array::from_vector<int32_t>({1})};
+
+std::vector<Variable> crf_inputs() {
+  return {sin_arr({3, 3}, 0.2), sin_arr({2, 3}, 0.3), sin_arr({2, 3}, 0.4), sin_arr({1, 3}, 0.5)};
+}
+
+}  // namespace
+
+TEST(Crf1d, MatchesChainer) {
+  const Variable cost = sin_arr({3, 3}, 0.1);
+  expect_values(F::crf1d(cost, crf_inputs(), crf_labels), {2.97736672133101});
+  expect_values(F::crf1d(cost, crf_inputs(), crf_labels, "no"), {4.62633757362382, 3.18486269157285, 1.12089989879635});
+  auto [score, path] = F::argmax_crf1d(cost, crf_inputs());
+  expect_values(score, {5.73141228184877, 4.9247312962752, 0.660581201279201});
+  ASSERT_EQ(path.size(), 4u);
+  const std::vector<std::vector<int64_t>> want{{1, 1, 0}, {1, 1}, {1, 1}, {2}};
+  for (std::size_t t = 0; t < 4; ++t) EXPECT_EQ(path[t].to_vector<int64_t>(), want[t]) << "step " << t;
+}
+
+TEST(Crf1d, GradientsAndErrors) {
+  // Gradients reach the transition costs and every step's scores.
+  const TestFunction f = [](const Vars& v) {
+    return Vars{F::crf1d(v[0], {v[1], v[2], v[3], v[4]}, crf_labels, "no")};
+  };
+  std::vector<Array> inputs{sin_arr({3, 3}, 0.1).array()};
+  for (const auto& x : crf_inputs()) inputs.push_back(x.array());
+  rensa::testing::check_backward(f, inputs);
+  rensa::testing::check_double_backward(f, inputs, {randn({3})});
+  const Variable cost = sin_arr({3, 3}, 0.1);
+  expect_error<ShapeError>([&] { F::crf1d(Variable(randn({3, 2})), crf_inputs(), crf_labels); },
+                           {"crf1d", "cost must be (K, K)", "(3, 2)"});
+  expect_error<ShapeError>([&] { F::crf1d(cost, {sin_arr({1, 3}, 0), sin_arr({2, 3}, 0)}, {crf_labels[3], crf_labels[1]}); },
+                           {"crf1d", "xs[1] (2, 3)", "at most 1"});
+  auto bad = crf_labels;
+  bad[2] = Array::from_vector<int32_t>({3, 0});
+  expect_error<IndexError>([&] { F::crf1d(cost, crf_inputs(), bad); }, {"crf1d", "label 3 at step 2", "[0, 3)"});
+  expect_error<ValueError>([&] { F::crf1d(cost, crf_inputs(), {crf_labels[0]}); }, {"crf1d", "4 steps of xs but 1"});
+  expect_error<ValueError>([&] { F::crf1d(cost, crf_inputs(), crf_labels, "sum"); }, {"crf1d", "unknown reduce 'sum'"});
+}
+
+// ---- connectionist_temporal_classification (Chainer 7.8.1's values on the same inputs) ---------
+
+namespace {
+
+std::vector<Variable> ctc_inputs() {
+  std::vector<Variable> x;
+  for (int i = 0; i < 5; ++i) x.push_back(sin_arr({3, 4}, 0.1 * i));
+  return x;
+}
+
+const Array ctc_labels = Array::from_vector<int32_t>({1, 2, 3, 3, 2, 1}, {3, 2});
+
+}  // namespace
+
+TEST(Ctc, MatchesChainer) {
+  expect_values(F::connectionist_temporal_classification(ctc_inputs(), ctc_labels, 0), {3.8797598042451});
+  expect_values(F::connectionist_temporal_classification(ctc_inputs(), ctc_labels, 0, Array(), Array(), "no"),
+                {4.11325213737709, 4.70999168989722, 2.81603558546099});
+  expect_values(F::connectionist_temporal_classification(ctc_inputs(), ctc_labels, 0,
+                                                         Array::from_vector<int32_t>({5, 4, 3}),
+                                                         Array::from_vector<int32_t>({2, 2, 1}), "no"),
+                {4.11325213737709, 4.45318631771268, 2.09655912902709});
+}
+
+TEST(Ctc, GradientsAndErrors) {
+  const TestFunction f = [](const Vars& v) {
+    return Vars{F::connectionist_temporal_classification(v, ctc_labels, 0, Array::from_vector<int32_t>({5, 4, 3}),
+                                                         Array::from_vector<int32_t>({2, 2, 1}), "no")};
+  };
+  std::vector<Array> inputs;
+  for (const auto& x : ctc_inputs()) inputs.push_back(x.array());
+  rensa::testing::check_backward(f, inputs);
+  rensa::testing::check_double_backward(f, inputs, {randn({3})});
+  const auto x = ctc_inputs();
+  expect_error<ValueError>([&] { F::connectionist_temporal_classification(x, ctc_labels, 4); },
+                           {"connectionist_temporal_classification", "blank_symbol 4", "[0, 4)"});
+  expect_error<IndexError>([&] { F::connectionist_temporal_classification(x, ctc_labels, 1); },
+                           {"connectionist_temporal_classification", "label 1 of sequence 0", "blank"});
+  expect_error<ShapeError>([&] { F::connectionist_temporal_classification(x, Array::zeros({2, 2}, Dtype::int32), 0); },
+                           {"connectionist_temporal_classification", "t (2, 2)", "(3, L)"});
+  expect_error<ValueError>(
+      [&] { F::connectionist_temporal_classification(x, ctc_labels, 0, Array::from_vector<int32_t>({6, 1, 1})); },
+      {"connectionist_temporal_classification", "input_length 6", "[1, 5]"});
+  expect_error<ValueError>([&] { F::connectionist_temporal_classification(x, ctc_labels, 0, Array(), Array(), "sum"); },
+                           {"connectionist_temporal_classification", "unknown reduce 'sum'"});
+}
