@@ -91,6 +91,28 @@ Variable crf1d(const Variable& cost, const std::vector<Variable>& xs, const std:
 /// int64 array (B_t,) per time step. Errors as crf1d.
 std::pair<Variable, std::vector<Array>> argmax_crf1d(const Variable& cost, const std::vector<Variable>& xs);
 
+// ---- instance embedding ------------------------------------------------------------------------
+
+/// The three terms of discriminative_margin_based_clustering_loss, already weighted.
+struct DiscriminativeLoss {
+  Variable variance, distance, regularization;
+};
+/// The discriminative loss of De Brabandere et al. 2017 (Chainer's
+/// discriminative_margin_based_clustering_loss) for embeddings (N, C, H, W) of the pixels labelled
+/// 1..C in labels (N, H, W) (0: background, ignored): with m_c the mean embedding of instance c in
+/// each image, variance = alpha * mean over instances of the mean over their pixels of
+/// relu(||m_c - e|| - delta_v)^2, distance = beta * mean over image and instance pairs of
+/// relu(2 delta_d - ||m_a - m_b||)^2, regularization = gamma * sum_c ||m_c|| / (C N) (norms over
+/// the image and channel axes together, as Chainer). norm 1 or 2 (L1 / L2). C must equal
+/// max_embedding_dim. Chainer's code broadcasts the batch against the instances and only runs
+/// when N is 1 or C; this computes what it means for every N. ValueError for a bad norm,
+/// max_embedding_dim or label; ShapeError for inconsistent shapes.
+DiscriminativeLoss discriminative_margin_based_clustering_loss(const Variable& embeddings, const Array& labels,
+                                                               double delta_v, double delta_d,
+                                                               int64_t max_embedding_dim, int norm = 1,
+                                                               double alpha = 1.0, double beta = 1.0,
+                                                               double gamma = 0.001);
+
 // ---- covariance penalties ----------------------------------------------------------------------
 
 /// The cross-covariance of y (N, K) and z (N, L) over the batch, (y - mean y)^T (z - mean z) / N;

@@ -256,3 +256,36 @@ TEST(Ctc, GradientsAndErrors) {
   expect_error<ValueError>([&] { F::connectionist_temporal_classification(x, ctc_labels, 0, Array(), Array(), "sum"); },
                            {"connectionist_temporal_classification", "unknown reduce 'sum'"});
 }
+
+// ---- discriminative_margin_based_clustering_loss (Chainer 7.8.1's values, N == C) ----------------
+
+TEST(DiscriminativeLoss, MatchesChainerAndDifferentiates) {
+  const Variable e = sin_arr({3, 3, 2, 3}, 0.1);
+  const Array labels = Array::from_vector<int32_t>({1, 1, 0, 2, 3, 3, 0, 2, 2, 1, 1, 0, 3, 3, 3, 1, 0, 2}, {3, 2, 3});
+  const std::vector<std::vector<double>> want{{0.0963684055574046, 0.29230201793117, 0.00163010556976763},
+                                              {0.0279860855381193, 0.881034438642219, 0.000645616065703749}};
+  for (int norm : {1, 2}) {
+    SCOPED_TRACE(norm);
+    auto r = F::discriminative_margin_based_clustering_loss(e, labels, 0.1, 1.0, 3, norm);
+    expect_values(r.variance, {want[static_cast<std::size_t>(norm - 1)][0]});
+    expect_values(r.distance, {want[static_cast<std::size_t>(norm - 1)][1]});
+    expect_values(r.regularization, {want[static_cast<std::size_t>(norm - 1)][2]});
+  }
+  // Gradients of the weighted sum (L2, whose masked pixels sit at the root's kink), and a batch
+  // size other than C.
+  const TestFunction f = [labels](const Vars& v) {
+    auto r = F::discriminative_margin_based_clustering_loss(v[0], labels, 0.1, 1.0, 3, 2);
+    return Vars{r.variance, r.distance, r.regularization};
+  };
+  rensa::testing::check_backward(f, {e.array()});
+  const Array two = Array::from_vector<int32_t>({1, 1, 0, 2, 3, 3, 0, 2, 2, 1, 1, 0}, {2, 2, 3});
+  auto r2 = F::discriminative_margin_based_clustering_loss(sin_arr({2, 3, 2, 3}, 0.4), two, 0.1, 1.0, 3);
+  EXPECT_TRUE(std::isfinite(r2.variance.array().item<double>()));
+  expect_error<ValueError>([&] { F::discriminative_margin_based_clustering_loss(e, labels, 0.1, 1.0, 3, 3); },
+                           {"discriminative_margin_based_clustering_loss", "norm must be 1 or 2", "3"});
+  expect_error<ShapeError>([&] { F::discriminative_margin_based_clustering_loss(e, labels, 0.1, 1.0, 4); },
+                           {"discriminative_margin_based_clustering_loss", "(N, 4, H, W)", "(3, 3, 2, 3)"});
+  expect_error<ValueError>(
+      [&] { F::discriminative_margin_based_clustering_loss(e, Array::full({3, 2, 3}, 4.0, Dtype::int32), 0.1, 1.0, 3); },
+      {"discriminative_margin_based_clustering_loss", "label 4", "[0, 3]"});
+}
