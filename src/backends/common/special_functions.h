@@ -74,14 +74,14 @@ inline double erfinv_guess(double y) {
 // keep their relative accuracy.
 inline double erfcinv_tail(double z) {
   const double w = -std::log(z * (2.0 - z));
-  double x = w < 5.0 ? erfinv_guess(1.0 - z) : [&] {
-    // the guess of erfinv(1 - z) written with w directly (1 - z rounds to 1 for tiny z)
-    double s = std::sqrt(w) - 3.0, p = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
-                     1.00167406, 2.83297682})
-      p = c + p * s;
-    return p;
-  }();
+  double x;
+  if (w < 12.0) {
+    x = erfinv_guess(1.0 - z);
+  } else {
+    // Deep tail (z < 1e-5), past the polynomials' range: erfc(x) ~ exp(-x^2) / (x sqrt(pi)).
+    x = std::sqrt(-std::log(z));
+    x = std::sqrt(-std::log(z) - std::log(x * kSqrtPi));
+  }
   for (int i = 0; i < 8; ++i) {
     // t = (erfc(x) - z) / erfc'(x), with erfc'(x) = -2 / sqrt(pi) exp(-x^2); exp(x^2) * z written
     // as exp(x^2 + log z) so that it stays finite.

@@ -77,7 +77,7 @@ TEST(Rounding, FmodConforms) {
   };
   expect_conforms({.name = "fmod", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {3, 4}}, .make_input = make});
   expect_conforms(
-      {.name = "fmod_broadcast", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {4}}, .make_input = make});
+      {.name = "fmod_broadcast", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {1, 4}}, .make_input = make});
 }
 
 TEST(Rounding, Errors) {
