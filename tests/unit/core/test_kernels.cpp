@@ -669,8 +669,7 @@ TEST(Kernels, ScanEveryOpAxisAndLayout) {
               Pair out = make_output(layout == &kTransposed ? kStrided : kContiguous, shape, d);
               cpu_kernels().scan(op, x.cpu, a.cpu, axis, reverse, out.cpu);
               ref_kernels().scan(op, x.ref, a.ref, axis, reverse, out.ref);
-              // Sums of tens of terms: float32's rounding differs with the order of the threads' runs.
-              expect_same(out, 4 * rtol_for(d),
+              expect_same(out, rtol_for(d),
                           "scan " + std::to_string(static_cast<int>(op)) + " axis " + std::to_string(axis) +
                               (reverse ? " reversed " : " ") + describe(layout->name, shape, d));
             }
