@@ -162,6 +162,29 @@ Variable prod(const Variable& x, const Shape& axes_in, bool keepdims) {
   });
 }
 
+Variable average(const Variable& x, const Shape& axes_in, const Variable& weights, bool keepdims) {
+  if (weights.is_null()) return mean(x, axes_in, keepdims);
+  detail::check_floating("average", x);
+  detail::check_same_dtype_device("average", {&x, &weights});
+  const Shape axes = detail::normalize_axes("average", axes_in, x.ndim(), false);
+  RENSA_CHECK(axes.size() <= 1, ValueError, "average: weights with several axes ", axes_in,
+              " are not supported (x ", x.shape(), ")");
+  Variable w = weights;
+  if (axes.empty()) {
+    RENSA_CHECK(weights.shape() == x.shape(), ShapeError, "average: weights ", weights.shape(),
+                " must have the shape of x ", x.shape(), " when no axis is given");
+  } else {
+    const auto a = static_cast<std::size_t>(axes[0]);
+    RENSA_CHECK(weights.shape() == Shape{x.shape()[a]}, ShapeError, "average: weights ", weights.shape(),
+                " must be 1-d of the extent of axis ", axes[0], " of x ", x.shape());
+    Shape ws(x.shape().size(), 1);
+    ws[a] = x.shape()[a];
+    w = broadcast_to(reshape(weights, ws), x.shape());
+  }
+  Variable total = sum(mul(x, w), axes, keepdims);
+  return div(total, broadcast_to(sum(weights), total.shape()));
+}
+
 Variable batch_l2_norm_squared(const Variable& x) {
   detail::check_floating("batch_l2_norm_squared", x);
   RENSA_CHECK(x.ndim() >= 2, ShapeError, "batch_l2_norm_squared: x must have at least 2 axes, got shape ",

@@ -569,3 +569,46 @@ TEST(Prod, Errors) {
   expect_error<DtypeError>([] { F::batch_l2_norm_squared(Variable(Array::ones({3, 2}, Dtype::int64))); },
                            {"batch_l2_norm_squared", "int64"});
 }
+
+TEST(Average, Conforms) {
+  using rensa::test::FunctionCase;
+  const std::vector<FunctionCase> cases = {
+      {.name = "average_axis1",
+       .f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::average(v[0], {1}, v[1])}; },
+       .shapes = {{3, 4}, {4}},
+       .lo = 0.5,
+       .hi = 2.0,
+       // The weights keep their shape while the checks resize x's leading axis.
+       .make_input = [](std::size_t i, const Shape&, Dtype dtype, uint64_t seed) {
+         return i == 1 ? randu({4}, 0.5, 2.0, dtype, seed) : Array();
+       }},
+      {.name = "average_all",
+       .f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::average(v[0], {}, v[1], true)}; },
+       .shapes = {{3, 4}, {3, 4}},
+       .lo = 0.5,
+       .hi = 2.0,
+       .size_zero = false,  // no weights: 0 / 0
+       .big_leading = 3},
+  };
+  for (const auto& c : cases) rensa::test::expect_conforms(c);
+}
+
+TEST(Average, KnownValues) {
+  const Variable x(Array::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  const Variable w(Array::from_vector<double>({1, 0, 3}));
+  EXPECT_EQ(F::average(x, {1}, w).array().to_vector<double>(), (std::vector<double>{2.5, 5.5}));
+  EXPECT_EQ(F::average(x, {-1}, w, true).shape(), (Shape{2, 1}));
+  EXPECT_EQ(F::average(x).array().to_vector<double>(), (std::vector<double>{3.5}));  // the mean
+  const Variable wx(Array::from_vector<double>({0, 0, 0, 0, 0, 2}, {2, 3}));
+  EXPECT_EQ(F::average(x, {}, wx).array().to_vector<double>(), (std::vector<double>{6}));
+}
+
+TEST(Average, Errors) {
+  const Variable x(Array::ones({2, 3}));
+  expect_error<ShapeError>([&] { F::average(x, {1}, Variable(Array::ones({2}))); }, {"average", "(2,)", "(2, 3)"});
+  expect_error<ShapeError>([&] { F::average(x, {}, Variable(Array::ones({3}))); }, {"average", "(3,)", "(2, 3)"});
+  expect_error<ValueError>([&] { F::average(x, {0, 1}, Variable(Array::ones({2, 3}))); }, {"average", "several axes"});
+  expect_error<DtypeError>([&] { F::average(x, {1}, Variable(Array::ones({3}, Dtype::float64))); },
+                           {"average", "float32", "float64"});
+  expect_error<IndexError>([&] { F::average(x, {2}, Variable(Array::ones({3}))); }, {"average", "axis 2"});
+}
