@@ -6,6 +6,10 @@
 //                  normalization) for 28x28 inputs, MomentumSGD (lr 0.1, momentum 0.9, weight decay
 //                  5e-4), random crops (pad 2) and flips.
 // Both step the learning rate down x0.1 at 50% and 75% of training.
+// Large minibatches (docs/large_batch.md): --optimizer momentum_sgd|adam|lars|lamb|rmsprop_warmup,
+// --lr, --base-batchsize (linear scaling rule), --warmup-epochs (a warm-up before the step decay).
+// Default learning rates: momentum_sgd and rmsprop_warmup 0.01 (cnn) or 0.1 (resnet), adam 0.001
+// (alpha), lars 1.0 (trust coefficient 0.001), lamb 0.01.
 // With --communicator (built with rensa::mn), data-parallel under mpirun as train_mnist is; --mnbn
 // takes the resnet's batch statistics over the global batch (multi-node batch normalization).
 //   build/release/examples/train_cnn --arch cnn --epoch 20
@@ -15,11 +19,13 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "large_batch_flags.h"
 #ifdef RENSA_WITH_MN
 #include "rensa/mn.h"
 #endif
@@ -128,6 +134,9 @@ int main(int argc, char** argv) {
   app.add_flag("--bn-population", bn_population,
                "resnet: before each evaluation, recompute the batch normalization statistics over one pass "
                "of the training data (population statistics) instead of using the moving averages");
+  large_batch::Flags lb;
+  large_batch::add_flags(app, lb, "momentum_sgd",
+                         "momentum_sgd and rmsprop_warmup 0.01 (cnn) or 0.1 (resnet), adam 0.001, lars 1.0, lamb 0.01");
 #ifdef RENSA_WITH_MN
   std::string communicator, grad_dtype = "float32";
   bool mnbn = false;
@@ -196,8 +205,17 @@ int main(int argc, char** argv) {
       predictor = std::make_shared<CNN>(unit);
     }
     L::Classifier model(predictor);
-    std::unique_ptr<rensa::optimizers::Optimizer> optimizer =
-        std::make_unique<rensa::optimizers::MomentumSGD>(resnet ? 0.1 : 0.01, 0.9);
+#ifdef RENSA_WITH_MN
+    const int64_t n_ranks = multi ? comm.size() : 1;
+#else
+    const int64_t n_ranks = 1;
+#endif
+    const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
+    const double sgd_lr = resnet ? 0.1 : 0.01;
+    const std::map<std::string, double> default_lr = {
+        {"momentum_sgd", sgd_lr}, {"adam", 0.001}, {"lars", 1.0}, {"lamb", 0.01}, {"rmsprop_warmup", sgd_lr}};
+    const double lr = large_batch::learning_rate(lb, default_lr.at(lb.optimizer), batchsize, n_ranks);
+    std::unique_ptr<rensa::optimizers::Optimizer> optimizer = large_batch::make_optimizer(lb, lr, per_epoch);
 #ifdef RENSA_WITH_MN
     if (mnbn && (!multi || !resnet)) {
       std::cerr << "train_cnn: --mnbn needs --arch resnet and --communicator\n";
@@ -216,10 +234,17 @@ int main(int argc, char** argv) {
     rensa::training::StandardUpdater updater(train_iter, *optimizer);
     rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
 
-    const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
     std::vector<int64_t> steps = {epoch * per_epoch / 2, epoch * per_epoch * 3 / 4};
     if (steps[0] == steps[1]) steps.pop_back();  // a run of a few iterations
-    trainer.extend(E::MultistepShift("lr", 0.1, steps));
+    // The step decay, counted from the end of the warm-up when there is one: one schedule.
+    const std::string attr = large_batch::lr_name(lb);
+    steps = large_batch::steps_after(steps, large_batch::lr_warmup_iterations(lb, per_epoch));
+    trainer.extend(large_batch::make_schedule(lb, per_epoch, batchsize, n_ranks,
+                                              std::make_shared<E::MultistepShift>(attr, 0.1, steps)));
+    if (rank == 0) {
+      std::cout << "train_cnn: " << lb.optimizer << ", " << attr << " " << lr << ", global batch "
+                << batchsize * n_ranks << std::endl;
+    }
     if (resnet && bn_population) {
       // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
       trainer.extend(

@@ -1,6 +1,11 @@
-// Trains a multi-layer perceptron (784-1000-1000-10) on Fashion-MNIST with Adam, evaluating on the
-// test set every epoch, with a log, a printed table, a progress bar, plots and snapshots.
+// Trains a multi-layer perceptron (784-1000-1000-10) on Fashion-MNIST (Adam by default), evaluating
+// on the test set every epoch, with a log, a printed table, a progress bar, plots and snapshots.
 //   build/release/examples/train_mnist --epoch 20
+// Large minibatches (docs/large_batch.md): another optimizer, the linear scaling rule and a warm-up:
+//   build/release/examples/train_mnist --optimizer momentum_sgd --batchsize 3200 --base-batchsize 100
+//     --warmup-epochs 2 --epoch 10  (one command)
+// Default learning rates (at the batch they are given for): momentum_sgd 0.01, adam 0.001 (alpha),
+// lars 1.0 (trust coefficient 0.001), lamb 0.01, rmsprop_warmup 0.01.
 // Data-parallel over MPI (each rank trains on its shard; gradients are averaged over ranks):
 //   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
@@ -9,10 +14,12 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
 
 #include "rensa/mn.h"
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "large_batch_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -66,6 +73,11 @@ int main(int argc, char** argv) {
                  "With --communicator: seconds a rank may wait in one communication before it ends the job "
                  "(0: never; default: RENSA_MN_TIMEOUT, else 300)")
       ->check(CLI::Range(0.0, 1e9));
+  large_batch::Flags lb;
+  const std::map<std::string, double> default_lr = {
+      {"momentum_sgd", 0.01}, {"adam", 0.001}, {"lars", 1.0}, {"lamb", 0.01}, {"rmsprop_warmup", 0.01}};
+  large_batch::add_flags(app, lb, "adam",
+                         "momentum_sgd 0.01, adam 0.001, lars 1.0, lamb 0.01, rmsprop_warmup 0.01");
   CLI11_PARSE(app, argc, argv);
 
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
@@ -94,7 +106,10 @@ int main(int argc, char** argv) {
     }
 
     L::Classifier model(std::make_shared<MLP>(unit));
-    std::unique_ptr<rensa::optimizers::Optimizer> optimizer = std::make_unique<rensa::optimizers::Adam>();
+    const int64_t n_ranks = multi ? comm.size() : 1;
+    const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
+    const double lr = large_batch::learning_rate(lb, default_lr.at(lb.optimizer), batchsize, n_ranks);
+    std::unique_ptr<rensa::optimizers::Optimizer> optimizer = large_batch::make_optimizer(lb, lr, per_epoch);
     if (multi) {
       optimizer = rensa::mn::create_multi_node_optimizer(
           std::move(optimizer), comm, {.double_buffering = double_buffering, .overlap = !no_overlap});
@@ -106,6 +121,9 @@ int main(int argc, char** argv) {
     rensa::iterators::SerialIterator test_iter(test, batchsize, {.repeat = false, .shuffle = false});
     rensa::training::StandardUpdater updater(train_iter, *optimizer);
     rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
+    if (auto schedule = large_batch::make_schedule(lb, per_epoch, batchsize, n_ranks, nullptr)) {
+      trainer.extend(schedule);
+    }
 
     std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;
     if (multi) {
@@ -118,6 +136,8 @@ int main(int argc, char** argv) {
       trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
     }
     if (!multi || comm.rank() == 0) {  // one rank prints and writes the shared files
+      std::cout << "train_mnist: " << lb.optimizer << ", " << large_batch::lr_name(lb) << " " << lr
+                << ", global batch " << batchsize * n_ranks << std::endl;
       trainer.extend(E::LogReport());
       trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
       trainer.extend(

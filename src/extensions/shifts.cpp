@@ -41,6 +41,17 @@ void HyperparameterShift::set_value(optimizers::Optimizer& optimizer, double val
 
 void HyperparameterShift::initialize(training::Trainer& trainer) {
   optimizers::Optimizer& opt = resolve(trainer);
+  // A wrapper (the multi-node optimizer) forwards hyperparams() to the optimizer it wraps: the
+  // address of that map identifies the hyperparameters, whichever of the two a shift was given.
+  for (const std::string& other_name : trainer.extension_names()) {
+    auto* other = dynamic_cast<HyperparameterShift*>(&trainer.get_extension(other_name));
+    if (other == nullptr || other == this || other->attr_ != attr_) continue;
+    if (&other->resolve(trainer).hyperparams() != &opt.hyperparams()) continue;
+    RENSA_THROW(ValueError, default_name(), " '", name(), "': hyperparameter '", attr_,
+                "' of the same optimizer is also driven by ", other->default_name(), " '", other_name,
+                "'; two shifts on one hyperparameter overwrite each other: run them one after another "
+                "in one ChainedShift");
+  }
   if (!init_.has_value()) init_ = opt.hyperparam(attr_);
   // Resumed: the value of the last call; fresh: the value for the first update.
   set_value(opt, last_value_.has_value() ? *last_value_ : value_at(t_, *init_));
@@ -165,9 +176,19 @@ WarmupShift::WarmupShift(std::string attr, double warmup_start, int64_t warmup_i
   RENSA_CHECK(warmup_iter_ >= 1, ValueError, "WarmupShift: warmup_iter must be >= 1, got ", warmup_iter_);
 }
 
+WarmupShift WarmupShift::from_fraction(std::string attr, double start_fraction, int64_t warmup_iter,
+                                       std::optional<double> init, optimizers::Optimizer* optimizer) {
+  RENSA_CHECK(start_fraction >= 0.0 && start_fraction <= 1.0, ValueError,
+              "WarmupShift::from_fraction: start_fraction must be in [0, 1], got ", start_fraction);
+  WarmupShift shift(std::move(attr), start_fraction, warmup_iter, init, optimizer);
+  shift.start_is_fraction_ = true;
+  return shift;
+}
+
 double WarmupShift::value_at(int64_t t, double init) const {
   if (t >= warmup_iter_) return init;
-  return warmup_start_ + (init - warmup_start_) * static_cast<double>(t) / static_cast<double>(warmup_iter_);
+  const double start = start_is_fraction_ ? warmup_start_ * init : warmup_start_;
+  return start + (init - start) * static_cast<double>(t) / static_cast<double>(warmup_iter_);
 }
 
 // --- CosineShift -------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 // functions, reading the output through ctx.output() where the derivative is a function of it.
 #include "rensa/functions/activation.h"
 
+#include "rensa/core/config.h"
+#include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
@@ -34,7 +36,122 @@ Array shifted(const char* op, const Array& x, int64_t axis) {
   return detail::binary(op, BinaryOp::sub, x, m);
 }
 
+// A constant 0/1 mask in x's dtype: 1 where lo < x < hi.
+Array open_interval(const char* op, const Array& x, double lo, double hi) {
+  return detail::binary(op, BinaryOp::mul, mask(op, BinaryOp::gt, x, lo), mask(op, BinaryOp::lt, x, hi));
+}
+
+// min(max(0, x), z) under the name `op`.
+Variable clipped(const char* op, const Variable& x, double z) {
+  detail::check_floating(op, x);
+  RENSA_CHECK(z > 0.0, ValueError, op, ": z must be positive, got ", z, " (x ", x.shape(), ")");
+  return record1(op, {x}, detail::unary(op, UnaryOp::clip, x.array(), 0.0, z),
+                 [op, x, z](const BackwardContext& ctx) {
+                   return Grads{mul(ctx.grad_output(), Variable(open_interval(op, x.array(), 0.0, z)))};
+                 });
+}
+
+// `p` reshaped to broadcast against x with its axes at x's axes 1 .. p.ndim (prelu, swish).
+Variable channel_param(const char* op, const char* what, const Variable& x, const Variable& p) {
+  detail::check_floating(op, x);
+  RENSA_CHECK(!p.is_null(), ValueError, op, ": ", what, " is null");
+  RENSA_CHECK(p.dtype() == x.dtype(), DtypeError, op, ": ", what, " has dtype ", p.dtype(), ", x ", x.dtype());
+  detail::check_same_device(op, {&x, &p});
+  const int64_t k = p.ndim();
+  bool fits = x.ndim() > k;
+  for (int64_t i = 0; fits && i < k; ++i) fits = x.shape()[static_cast<std::size_t>(1 + i)] == p.shape()[static_cast<std::size_t>(i)];
+  RENSA_CHECK(fits, ShapeError, op, ": ", what, " ", p.shape(), " must match the axes 1 .. ", k, " of x ", x.shape());
+  Shape shape{1};
+  for (int64_t d : p.shape()) shape.push_back(d);
+  while (static_cast<int64_t>(shape.size()) < x.ndim()) shape.push_back(1);
+  return broadcast_to(reshape(p, shape), x.shape());
+}
+
+// 1 where x >= 0, `neg` elsewhere: d(where(x >= 0, x, neg * x))/dx for a constant neg.
+Array nonnegative_mask(const char* op, const Array& x) { return mask(op, BinaryOp::ge, x, 0.0); }
+
 }  // namespace
+
+Variable clipped_relu(const Variable& x, double z) { return clipped("clipped_relu", x, z); }
+
+Variable relu6(const Variable& x) { return clipped("relu6", x, 6.0); }
+
+Variable crelu(const Variable& x, int64_t axis) {
+  detail::check_floating("crelu", x);
+  const int64_t ax = normalize_axis(axis, x.ndim(), "crelu");
+  return concat({relu(x), relu(neg(x))}, ax);
+}
+
+Variable hard_sigmoid(const Variable& x) {
+  detail::check_floating("hard_sigmoid", x);
+  Array y = detail::unary("hard_sigmoid", UnaryOp::affine, x.array(), 0.2, 0.5);
+  unary_inplace("hard_sigmoid", UnaryOp::clip, y, 0.0, 1.0);
+  return record1("hard_sigmoid", {x}, std::move(y), [x](const BackwardContext& ctx) {
+    Array d = open_interval("hard_sigmoid", x.array(), -2.5, 2.5);
+    unary_inplace("hard_sigmoid", UnaryOp::affine, d, 0.2, 0.0);
+    return Grads{mul(ctx.grad_output(), Variable(d))};
+  });
+}
+
+Variable maxout(const Variable& x, int64_t pool_size, int64_t axis) {
+  RENSA_CHECK(!x.is_null(), ValueError, "maxout: x is null");
+  RENSA_CHECK(pool_size > 0, ValueError, "maxout: pool_size must be positive, got ", pool_size, " (x ", x.shape(),
+              ")");
+  const int64_t ax = normalize_axis(axis, x.ndim(), "maxout");
+  const int64_t n = x.shape()[static_cast<std::size_t>(ax)];
+  RENSA_CHECK(n % pool_size == 0, ShapeError, "maxout: pool_size ", pool_size, " does not divide axis ", axis,
+              " (size ", n, ") of x ", x.shape());
+  Shape shape;
+  for (int64_t i = 0; i < x.ndim(); ++i) {
+    if (i == ax) {
+      shape.push_back(n / pool_size);
+      shape.push_back(pool_size);
+    } else {
+      shape.push_back(x.shape()[static_cast<std::size_t>(i)]);
+    }
+  }
+  return max(reshape(x, shape), Shape{ax + 1});
+}
+
+Variable prelu(const Variable& x, const Variable& W) {
+  const Variable w = channel_param("prelu", "W", x, W);
+  const Array pos = nonnegative_mask("prelu", x.array());
+  const Array negative = detail::unary("prelu", UnaryOp::affine, pos, -1.0, 1.0);
+  // x * (pos + (1 - pos) * W): gradients reach x and W, to any order.
+  return mul(x, add(Variable(pos), mul(Variable(negative), w)));
+}
+
+Variable rrelu(const Variable& x, double l, double u, Array* r, Generator* gen) {
+  detail::check_floating("rrelu", x);
+  RENSA_CHECK(0.0 <= l && l < u && u < 1.0, ValueError, "rrelu: need 0 <= l < u < 1, got l ", l, " and u ", u);
+  Array slope;
+  if (!config().train) {
+    slope = Array::full(x.shape(), 0.5 * (l + u), x.dtype(), x.device());
+  } else if (r != nullptr && !r->is_null()) {
+    RENSA_CHECK(r->dtype() == x.dtype(), DtypeError, "rrelu: r has dtype ", r->dtype(), ", x ", x.dtype());
+    RENSA_CHECK(r->shape() == x.shape(), ShapeError, "rrelu: r ", r->shape(), " must have x's shape ", x.shape());
+    slope = r->device() == x.device() ? *r : r->to(x.device());
+  } else {
+    slope = random::uniform(x.shape(), l, u, x.dtype(), x.device(), gen);
+  }
+  if (r != nullptr && r->is_null()) *r = slope;
+  // 1 where x >= 0, r elsewhere; a constant, so the gradient is d * gy to any order.
+  const Array pos = nonnegative_mask("rrelu", x.array());
+  Array d = detail::unary("rrelu", UnaryOp::affine, pos, -1.0, 1.0);
+  binary_inplace("rrelu", BinaryOp::mul, d, slope);
+  binary_inplace("rrelu", BinaryOp::add, d, pos);
+  return mul(x, Variable(d));
+}
+
+Variable selu(const Variable& x, double alpha, double scale) {
+  detail::check_floating("selu", x);
+  return mul(elu(x, alpha), scale);
+}
+
+Variable swish(const Variable& x, const Variable& beta) {
+  const Variable b = channel_param("swish", "beta", x, beta);
+  return mul(x, sigmoid(mul(b, x)));
+}
 
 Variable relu(const Variable& x) {
   detail::check_floating("relu", x);

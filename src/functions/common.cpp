@@ -37,6 +37,17 @@ void check_same_dtype_device(const char* op, std::initializer_list<const Variabl
   check_same_device(op, vs);
 }
 
+std::size_t parse_choice(const char* op, const char* option, std::string_view value,
+                         std::initializer_list<std::string_view> choices) {
+  std::size_t i = 0;
+  std::string expected;
+  for (std::string_view c : choices) {
+    if (c == value) return i;
+    expected += (i++ == 0 ? "\"" : ", \"") + std::string(c) + "\"";
+  }
+  RENSA_THROW(ValueError, op, ": unknown ", option, " '", value, "'; expected one of ", expected);
+}
+
 Shape normalize_axes(const char* op, const Shape& axes, int64_t ndim, bool all_if_empty) {
   Shape out;
   if (axes.empty() && all_if_empty) {

@@ -3,6 +3,7 @@
 // (stanza 2) and kernel dispatch (stanza 3) that many functions have in common.
 #include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "rensa/core/array.h"
 #include "rensa/core/backend.h"
@@ -17,6 +18,10 @@ void check_floating(const char* op, const Variable& v, const char* what = "x");
 void check_same_dtype_device(const char* op, std::initializer_list<const Variable*> vs);
 /// Throws DeviceError unless all are on one device.
 void check_same_device(const char* op, std::initializer_list<const Variable*> vs);
+/// The index of `value` in `choices` (a string option such as a loss's reduce); ValueError naming
+/// the option and the choices.
+std::size_t parse_choice(const char* op, const char* option, std::string_view value,
+                         std::initializer_list<std::string_view> choices);
 /// Normalizes, sorts and deduplicates axes (empty `axes` with `all_if_empty` means every axis).
 Shape normalize_axes(const char* op, const Shape& axes, int64_t ndim, bool all_if_empty = true);
 

@@ -20,9 +20,7 @@ using Grads = std::vector<Variable>;
 enum class Reduce : uint8_t { mean, no };
 
 Reduce parse_reduce(const char* op, std::string_view reduce) {
-  if (reduce == "mean") return Reduce::mean;
-  if (reduce == "no") return Reduce::no;
-  RENSA_THROW(ValueError, op, ": unknown reduce '", reduce, "'; expected one of \"mean\", \"no\"");
+  return detail::parse_choice(op, "reduce", reduce, {"mean", "no"}) == 0 ? Reduce::mean : Reduce::no;
 }
 
 void check_labels(const char* op, const Variable& x, const Array& t) {

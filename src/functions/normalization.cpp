@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "rensa/core/config.h"
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/convolution.h"
@@ -141,6 +142,97 @@ Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, con
   const Variable inv_std = reshape(pow(add(var_, options.eps), -0.5), ps.kept);
   const Variable xhat = mul(sub(x, reshape(mean_, ps.kept)), inv_std);
   return scale_shift(xhat, gamma, beta, ps.kept);
+}
+
+Variable batch_renormalization(const Variable& x, const Variable& gamma, const Variable& beta, double rmax, double dmax,
+                               Array* running_mean, Array* running_var, double decay, bool update_statistics,
+                               const BatchNormOptions& options) {
+  constexpr const char* op = "batch_renormalization";
+  RENSA_CHECK(!x.is_null() && !gamma.is_null() && !beta.is_null(), ValueError, op, ": x, gamma and beta are required");
+  RENSA_CHECK(rmax >= 1.0 && dmax >= 0.0, ValueError, op, ": need rmax >= 1 and dmax >= 0, got rmax ", rmax,
+              " and dmax ", dmax);
+  RENSA_CHECK(decay >= 0.0 && decay <= 1.0, ValueError, op, ": decay must be in [0, 1], got ", decay);
+  RENSA_CHECK(!options.allreduce_sum, ValueError, op, ": allreduce_sum is not supported");
+  const Shape axes = bn_axes(op, x, options.axes);
+  const ParamShapes ps = param_shapes(x.shape(), axes);
+  check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);
+  Array zeros, ones;
+  Array& rm = running_mean != nullptr ? *running_mean : zeros;
+  Array& rv = running_var != nullptr ? *running_var : ones;
+  if (rm.is_null()) rm = Array::zeros(ps.param, x.dtype(), x.device());
+  if (rv.is_null()) rv = Array::ones(ps.param, x.dtype(), x.device());
+  for (const auto& [name, a] : {std::pair<const char*, const Array*>{"running_mean", &rm}, {"running_var", &rv}}) {
+    RENSA_CHECK(a->shape() == ps.param && a->dtype() == x.dtype() && a->device() == x.device(), ShapeError, op, ": ",
+                name, " ", a->shape(), " ", a->dtype(), " on ", a->device(), " must be ", ps.param, " ", x.dtype(),
+                " on ", x.device());
+  }
+  const BatchNormResult b = batch_normalization(x, Variable(), Variable(), options);
+  Array r, d;
+  {
+    auto guard = no_backprop_mode();
+    const Variable sigma = sqrt(add(Variable(rv), options.eps));
+    // rmax 1 / dmax 0 pin r to 1 / d to 0 (plain batch normalization), where clip has no range.
+    r = rmax > 1.0 ? clip(div(sqrt(add(Variable(b.var), options.eps)), sigma), 1.0 / rmax, rmax).array()
+                   : Array::ones(ps.param, x.dtype(), x.device());
+    d = dmax > 0.0 ? clip(div(sub(Variable(b.mean), Variable(rm)), sigma), -dmax, dmax).array()
+                   : Array::zeros(ps.param, x.dtype(), x.device());
+    if (update_statistics) {
+      const double adjust = static_cast<double>(b.count) / std::max(static_cast<double>(b.count) - 1.0, 1.0);
+      rm.assign(add(mul(Variable(rm), decay), mul(Variable(b.mean), 1.0 - decay)).array());
+      rv.assign(add(mul(Variable(rv), decay), mul(Variable(b.var), (1.0 - decay) * adjust)).array());
+    }
+  }
+  const Variable renormed = add(mul(b.y, Variable(r.reshape(ps.kept))), Variable(d.reshape(ps.kept)));
+  return scale_shift(renormed, gamma, beta, ps.kept);
+}
+
+Variable fixed_batch_renormalization(const Variable& x, const Variable& gamma, const Variable& beta,
+                                     const Variable& mean_, const Variable& var_, const BatchNormOptions& options) {
+  return fixed_batch_normalization(x, gamma, beta, mean_, var_, options);
+}
+
+Variable group_normalization(const Variable& x, int64_t groups, const Variable& gamma, const Variable& beta,
+                             double eps) {
+  constexpr const char* op = "group_normalization";
+  RENSA_CHECK(!x.is_null(), ValueError, op, ": x is null");
+  RENSA_CHECK(groups > 0, ValueError, op, ": groups must be positive, got ", groups);
+  RENSA_CHECK(x.ndim() >= 2, ShapeError, op, ": x ", x.shape(), " must have at least 2 dimensions (N, C, ...)");
+  const int64_t n = x.shape()[0], c = x.shape()[1];
+  RENSA_CHECK(c % groups == 0, ShapeError, op, ": groups ", groups, " does not divide the ", c, " channels of x ",
+              x.shape());
+  check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, Shape{c}, eps);
+  Shape kept(static_cast<std::size_t>(x.ndim()), 1);
+  kept[1] = c;
+  const int64_t per_group = n * groups > 0 ? x.size() / (n * groups) : 0;
+  const Variable xg = reshape(x, {n, groups, per_group});
+  const Variable xc = sub(xg, mean(xg, Shape{2}, true));
+  const Variable xhat = mul(xc, pow(add(mean(square(xc), Shape{2}, true), eps), -0.5));
+  return scale_shift(reshape(xhat, x.shape()), gamma, beta, kept);
+}
+
+Variable normalize(const Variable& x, double eps, const Shape& axes_in) {
+  constexpr const char* op = "normalize";
+  detail::check_floating(op, x);
+  RENSA_CHECK(eps > 0.0, ValueError, op, ": eps must be positive, got ", eps);
+  const Shape axes = detail::normalize_axes(op, axes_in, x.ndim(), false);
+  Array y;
+  {
+    auto guard = no_backprop_mode();
+    y = div(x, add(sqrt(sum(square(x), axes, true)), eps)).array();
+  }
+  return record1(op, {x}, std::move(y), [x, eps, axes](const BackwardContext& ctx) {
+    // gx = (gy n - (sum(x gy) / ||x||) x) / n^2 with n = ||x|| + eps; the middle term is 0 where
+    // ||x|| = 0, and the square root never sees 0, so every order stays finite.
+    const Variable& gy = ctx.grad_output();
+    const Variable sq = sum(square(x), axes, true);
+    const Array nonzero = detail::binary(op, BinaryOp::ne, sq.array(), detail::scalar_like(0.0, sq.array()), true);
+    const Variable one(Array::ones(sq.shape(), sq.dtype(), sq.device()));
+    const Variable zero(Array::zeros(sq.shape(), sq.dtype(), sq.device()));
+    const Variable len = sqrt(where(nonzero, sq, one));
+    const Variable norm = add(where(nonzero, len, zero), eps);
+    const Variable along = where(nonzero, div(sum(mul(x, gy), axes, true), len), zero);
+    return std::vector<Variable>{div(sub(mul(gy, norm), mul(along, x)), square(norm))};
+  });
 }
 
 Variable layer_normalization(const Variable& x, const Variable& gamma, const Variable& beta, double eps) {

@@ -20,6 +20,10 @@ class FusedRule final : public UpdateRule {
   /// One step in place: `state` holds the `n_state()` arrays this step uses (created like the
   /// parameter), `t` is the rule's step count, already incremented.
   using StepFn = std::function<void(const Array& param, const Array& grad, const Array* state, int64_t t)>;
+  /// A step that also sees the parameter's Variable (its name and shape decide LARS's and LAMB's
+  /// exclusions); `param.array()` is the array updated in place.
+  using VariableStepFn =
+      std::function<void(const Variable& param, const Array& grad, const Array* state, int64_t t)>;
 
   /// `owner` names the optimizer in errors; `state_names` are the serialized names of all state
   /// arrays the rule may use; the first `n_required` must be present when loading a rule that has
@@ -27,6 +31,8 @@ class FusedRule final : public UpdateRule {
   /// step uses (null: all of them).
   FusedRule(const char* owner, std::vector<std::string> state_names, int n_required, std::function<int()> n_state,
             StepFn step);
+  FusedRule(const char* owner, std::vector<std::string> state_names, int n_required, std::function<int()> n_state,
+            VariableStepFn step);
 
   void update(const Variable& param) override;
   void serialize(serializers::Serializer& s) override;
@@ -41,6 +47,7 @@ class FusedRule final : public UpdateRule {
   int n_required_;
   std::function<int()> n_state_;
   StepFn step_;
+  VariableStepFn variable_step_;
   std::array<Array, kMaxState> state_;
 };
 

@@ -167,6 +167,12 @@ FusedRule::FusedRule(const char* owner, std::vector<std::string> state_names, in
   RENSA_CHECK(state_names_.size() <= kMaxState, ValueError, owner_, ": at most ", kMaxState, " state arrays");
 }
 
+FusedRule::FusedRule(const char* owner, std::vector<std::string> state_names, int n_required,
+                     std::function<int()> n_state, VariableStepFn step)
+    : FusedRule(owner, std::move(state_names), n_required, std::move(n_state), StepFn()) {
+  variable_step_ = std::move(step);
+}
+
 void FusedRule::update(const Variable& param) {
   if (!enabled || param.is_null() || param.array().is_null()) return;
   const Variable grad = param.grad();
@@ -184,7 +190,11 @@ void FusedRule::update(const Variable& param) {
   const int n_state = n_state_ ? n_state_() : static_cast<int>(state_names_.size());
   prepare_state(p, n_state);
   ++t;
-  step_(p, g, state_.data(), t);
+  if (variable_step_) {
+    variable_step_(param, g, state_.data(), t);
+  } else {
+    step_(p, g, state_.data(), t);
+  }
 }
 
 void FusedRule::prepare_state(const Array& param, int n_state) {

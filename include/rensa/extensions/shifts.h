@@ -6,6 +6,11 @@
 /// value for update t+1 after update t, and initialize() sets the value for the first update
 /// (t = 0). The counter, the last value and the initial value are saved in snapshots, so a resumed
 /// run uses exactly the same values.
+///
+/// One hyperparameter of one optimizer takes one shift: a second would overwrite the first's value
+/// at every call, so initialize() refuses it (ValueError naming both extensions). To run schedules
+/// one after another (a warm-up, then a decay), compose them in one ChainedShift
+/// (rensa/extensions/chained_shift.h).
 
 #include <cstdint>
 #include <optional>
@@ -24,7 +29,8 @@ class HyperparameterShift : public training::Extension {
  public:
   /// Resolves the optimizer (the updater's "main" one unless given), reads the initial value from
   /// it when none was given, and sets the value for the next update (the last value when resumed).
-  /// ValueError when the optimizer has no hyperparameter `attr`.
+  /// ValueError when the optimizer has no hyperparameter `attr`, or when another shift registered
+  /// on the trainer drives the same hyperparameter of the same optimizer.
   void initialize(training::Trainer& trainer) override;
   /// Advances t and sets value(t).
   void operator()(training::Trainer& trainer) override;
@@ -45,6 +51,8 @@ class HyperparameterShift : public training::Extension {
   HyperparameterShift(std::string attr, std::optional<double> init, optimizers::Optimizer* optimizer);
   /// Extra per-call state (MultistepShift); called with the new t before value_at.
   virtual void advance(int64_t t) { (void)t; }
+  // ChainedShift drives its segments' advance and checks their attr and optimizer.
+  friend class ChainedShift;
   optimizers::Optimizer& resolve(training::Trainer& trainer);
   void set_value(optimizers::Optimizer& optimizer, double value);
 
@@ -153,15 +161,24 @@ class WarmupShift : public HyperparameterShift {
  public:
   WarmupShift(std::string attr, double warmup_start, int64_t warmup_iter, std::optional<double> init = std::nullopt,
               optimizers::Optimizer* optimizer = nullptr);
+  /// The warm-up from `start_fraction` * init (Goyal et al. start at lr / k for a batch k times the
+  /// base one), so the start follows the target when it is only known at initialize(). ValueError
+  /// for a start_fraction outside [0, 1] or warmup_iter < 1.
+  static WarmupShift from_fraction(std::string attr, double start_fraction, int64_t warmup_iter,
+                                   std::optional<double> init = std::nullopt,
+                                   optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
   std::string default_name() const override { return "WarmupShift"; }
+  int64_t warmup_iter() const { return warmup_iter_; }
 
  private:
   double warmup_start_;
   int64_t warmup_iter_;
+  bool start_is_fraction_ = false;
 };
 
-/// Cosine annealing (Loshchilov and Hutter, SGDR): value = eta_min + (init - eta_min) *
+/// Cosine annealing (Loshchilov and Hutter, SGDR; PyTorch's CosineAnnealingLR up to max_count,
+/// which this one holds at eta_min after): value = eta_min + (init - eta_min) *
 /// (1 + cos(pi * t' / max_count)) / 2 with t' = min(t, max_count), or with `restart`,
 /// t' = t mod max_count (warm restarts every max_count calls). ValueError for max_count < 1.
 class CosineShift : public HyperparameterShift {

@@ -57,6 +57,34 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
 Variable fixed_batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta, const Variable& mean,
                                    const Variable& var, const BatchNormOptions& options = {});
 
+/// Batch renormalization (Ioffe 2017), training mode: with the batch's mean and biased var as in
+/// batch_normalization and sigma = sqrt(running_var + eps),
+/// y = gamma ((x - mean) / sqrt(var + eps) * r + d) + beta, where r = clip(sqrt(var + eps) / sigma,
+/// 1 / rmax, rmax) and d = clip((mean - running_mean) / sigma, -dmax, dmax) are constants (no
+/// gradient flows through them). Statistics over options.axes as batch_normalization; gamma and
+/// beta required. running_mean / running_var: null pointers stand for zeros / ones; pointers to
+/// null arrays are set to those. With update_statistics they are updated in place after use:
+/// decay * old + (1 - decay) * batch value (the variance unbiased by m / (m - 1)). ValueError
+/// unless rmax >= 1, dmax >= 0 and 0 <= decay <= 1; errors otherwise as batch_normalization.
+Variable batch_renormalization(const Variable& x, const Variable& gamma, const Variable& beta, double rmax, double dmax,
+                               Array* running_mean = nullptr, Array* running_var = nullptr, double decay = 0.9,
+                               bool update_statistics = false, const BatchNormOptions& options = {});
+/// Batch renormalization in test mode: fixed_batch_normalization with the running statistics.
+Variable fixed_batch_renormalization(const Variable& x, const Variable& gamma, const Variable& beta,
+                                     const Variable& mean, const Variable& var, const BatchNormOptions& options = {});
+
+/// Group normalization (Wu & He 2018): x (N, C, ...) normalized over each of `groups` groups of
+/// C / groups channels and all other axes, then gamma * xhat + beta per channel (gamma, beta (C,)).
+/// ValueError unless groups > 0 and eps > 0; ShapeError unless x has at least 2 axes, groups
+/// divides C and gamma / beta are (C,).
+Variable group_normalization(const Variable& x, int64_t groups, const Variable& gamma, const Variable& beta,
+                             double eps = 1e-5);
+
+/// L2 normalization along `axes` (Chainer's normalize; axis 1 by default): x / (||x|| + eps). The
+/// gradient of an all-zero slice is gy / eps, as Chainer (finite to every order). ValueError
+/// unless eps > 0; IndexError for a bad axis.
+Variable normalize(const Variable& x, double eps = 1e-5, const Shape& axes = {1});
+
 /// Layer normalization over the last axis: y = gamma (x - mean) / sqrt(var + eps) + beta with mean
 /// and biased var of each row; gamma and beta have shape (D,) for x (..., D) (null: ones or zeros).
 /// ShapeError when x is 0-d or gamma / beta are not (D,).

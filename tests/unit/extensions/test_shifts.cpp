@@ -1,4 +1,5 @@
-// Hyperparameter schedules: the value after each iteration, resuming, and argument checks.
+// Hyperparameter schedules: the value after each iteration, resuming, and argument checks; schedules
+// composed with ChainedShift, and two shifts on one hyperparameter refused.
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <numbers>
 #include <vector>
 
+#include "rensa/extensions/chained_shift.h"
 #include "rensa/extensions/shifts.h"
 #include "rensa/optimizers/adam.h"
 #include "rensa/optimizers/sgd.h"
@@ -179,6 +181,109 @@ TEST(Shifts, ResumeContinuesTheSchedule) {
   expect_resumes(maker<E::InverseShift>("lr", 0.1, 0.75), 8, 3);
   expect_resumes(maker<E::WarmupShift>("lr", 0.01, int64_t{5}), 8, 3);
   expect_resumes(maker<E::CosineShift>("lr", int64_t{5}, 0.1, std::nullopt, true), 8, 3);
+}
+
+// ---- ChainedShift -----------------------------------------------------------------------------
+
+TEST(ChainedShift, WarmupThenCosine) {
+  // From 0.25 to the optimizer's 1.0 over 4 iterations, then cosine to 0 over 4 more.
+  const double c = (1 + std::cos(std::numbers::pi / 4)) / 2;
+  rensa::optimizers::SGD sgd(1.0);
+  expect_values(schedule([] { return E::warmup_then("lr", 4, 0.25, std::make_shared<E::CosineShift>("lr", 4)); }, 10,
+                         sgd),
+                {0.25, 0.4375, 0.625, 0.8125, 1, c, 0.5, 1 - c, 0, 0, 0});
+}
+
+TEST(ChainedShift, WarmupThenStepPolynomialAndMultistep) {
+  rensa::optimizers::SGD sgd(2.0);
+  expect_values(schedule([] { return E::warmup_then("lr", 2, 0.5, std::make_shared<E::StepShift>("lr", 0.1, 3)); }, 7,
+                         sgd),
+                {1, 1.5, 2, 2, 2, 0.2, 0.2, 0.2});
+  rensa::optimizers::SGD sgd2(1.0);
+  expect_values(
+      schedule([] { return E::warmup_then("lr", 1, 0.0, std::make_shared<E::PolynomialShift>("lr", 1.0, 4)); }, 6,
+               sgd2),
+      {0, 1, 0.75, 0.5, 0.25, 0, 0});
+  // MultistepShift keeps per-call state: the chain advances it with the segment's own t.
+  rensa::optimizers::SGD sgd3(1.0);
+  expect_values(schedule(
+                    [] {
+                      return std::make_shared<E::ChainedShift>(
+                          "lr", std::vector<E::ShiftSegment>{
+                                    {std::make_shared<E::WarmupShift>("lr", 0.1, 2), 2},
+                                    {std::make_shared<E::MultistepShift>("lr", 0.5, std::vector<int64_t>{2, 4}), 0}});
+                    },
+                    7, sgd3),
+                {0.1, 0.55, 1, 1, 0.5, 0.5, 0.25, 0.25});
+  // Without a decay, the warm-up holds the target; an explicit init overrides the optimizer's.
+  rensa::optimizers::SGD sgd4(9.0);
+  expect_values(schedule([] { return E::warmup_then("lr", 2, 0.5, nullptr, 4.0); }, 3, sgd4), {2, 3, 4, 4});
+}
+
+TEST(ChainedShift, ResumeContinuesTheSchedule) {
+  const auto chain = [] {
+    return std::make_shared<E::ChainedShift>(
+        "lr", std::vector<E::ShiftSegment>{
+                  {E::warmup_then("lr", 3, 0.1, nullptr), 3},
+                  // Resumed at 4, a MultistepShift that lost its step would repeat 0.5 at 5.
+                  {std::make_shared<E::MultistepShift>("lr", 0.5, std::vector<int64_t>{1, 2}), 4},
+                  {std::make_shared<E::CosineShift>("lr", 4, 0.01), 0}});
+  };
+  for (int64_t split : {1, 3, 4, 7, 9}) expect_resumes(chain, 12, split);
+  expect_resumes([] { return E::warmup_then("lr", 4, 0.2, std::make_shared<E::ExponentialShift>("lr", 0.8)); }, 9, 2);
+}
+
+TEST(ChainedShift, Errors) {
+  using Segments = std::vector<E::ShiftSegment>;
+  const auto warm = [] { return std::make_shared<E::WarmupShift>("lr", 0.0, 2); };
+  rensa::test::expect_error<rensa::ValueError>([] { E::ChainedShift("lr", Segments{}); }, {"ChainedShift", "no segments"});
+  rensa::test::expect_error<rensa::ValueError>([] { E::ChainedShift("lr", Segments{{nullptr, 0}}); },
+                                               {"ChainedShift", "segment 0", "null"});
+  rensa::test::expect_error<rensa::ValueError>(
+      [&] { E::ChainedShift("lr", Segments{{warm(), 2}, {std::make_shared<E::ExponentialShift>("alpha", 0.5), 0}}); },
+      {"ChainedShift", "segment 1", "ExponentialShift", "'alpha'", "'lr'"});
+  rensa::test::expect_error<rensa::ValueError>([&] { E::ChainedShift("lr", Segments{{warm(), 0}, {warm(), 0}}); },
+                                               {"ChainedShift", "segment 0", "length 0"});
+  rensa::test::expect_error<rensa::ValueError>([&] { E::ChainedShift("lr", Segments{{warm(), 3}}); },
+                                               {"ChainedShift", "last segment", "3"});
+  rensa::optimizers::SGD sgd;
+  rensa::test::expect_error<rensa::ValueError>(
+      [&] {
+        E::ChainedShift("lr", Segments{{std::make_shared<E::WarmupShift>("lr", 0.0, 2, std::nullopt, &sgd), 0}});
+      },
+      {"ChainedShift", "segment 0", "own optimizer"});
+  rensa::test::expect_error<rensa::ValueError>([] { E::warmup_then("lr", -1, 0.5, nullptr); },
+                                               {"warmup_then", "warmup_iter", "-1"});
+  rensa::test::expect_error<rensa::ValueError>([] { E::warmup_then("lr", 0, 0.5, nullptr); },
+                                               {"warmup_then", "no warm-up"});
+  rensa::test::expect_error<rensa::ValueError>([] { E::warmup_then("lr", 2, 1.5, nullptr); },
+                                               {"warmup_then", "start_fraction", "1.5"});
+  rensa::test::expect_error<rensa::ValueError>([] { E::WarmupShift::from_fraction("lr", -0.5, 2); },
+                                               {"WarmupShift", "start_fraction", "-0.5"});
+}
+
+// Two shifts on one hyperparameter of one optimizer would overwrite each other: refused at
+// initialize, naming both. Other hyperparameters, or other optimizers, are fine.
+TEST(ChainedShift, TwoShiftsOnOneHyperparameterAreRefused) {
+  TempDir dir("shift_twice");
+  rensa::optimizers::MomentumSGD opt(1.0, 0.9), other(1.0, 0.9);
+  FakeUpdater updater(3);
+  updater.optimizers["main"] = &opt;
+  {
+    Trainer trainer(updater, {2, "iteration"}, dir.path());
+    trainer.extend(E::WarmupShift("lr", 0.1, 5));
+    trainer.extend(E::ExponentialShift("lr", 0.5, std::nullopt, std::nullopt, &opt), "decay");
+    rensa::test::expect_error<rensa::ValueError>([&] { trainer.run(); },
+                                                 {"'lr'", "WarmupShift", "'decay'", "ChainedShift"});
+  }
+  Trainer trainer(updater, {2, "iteration"}, dir.path());
+  trainer.extend(E::WarmupShift("lr", 0.1, 5));
+  trainer.extend(E::ExponentialShift("momentum", 0.5));
+  trainer.extend(E::ExponentialShift("lr", 0.5, std::nullopt, std::nullopt, &other));
+  trainer.run();
+  EXPECT_NEAR(opt.hyperparam("lr"), 0.1 + 0.9 * 2 / 5, 1e-15);
+  EXPECT_NEAR(opt.hyperparam("momentum"), 0.225, 1e-15);
+  EXPECT_NEAR(other.hyperparam("lr"), 0.25, 1e-15);
 }
 
 }  // namespace

@@ -33,7 +33,11 @@ struct FunctionCase {
   bool broadcast = true;
   /// Inputs that only take constants (labels, indices): not perturbed.
   std::vector<bool> no_grads = {};
-  /// Leading axis of the inputs in the cpu-vs-reference check (large enough for the threaded loops).
+  /// Inputs whose axis 0 is the batch axis, set to 0 in the size-0 check and enlarged in the
+  /// cpu-vs-reference check. Empty: those with the first input's rank and leading extent.
+  std::vector<bool> batched = {};
+  /// Leading axis of the batched inputs in the cpu-vs-reference check (large enough for the
+  /// threaded loops; 0: chosen from the first input's shape).
   int64_t big_leading = 0;
   bool float32_keeps_dtype = true;
   testing::CheckOptions options = {};
@@ -66,10 +70,18 @@ inline std::vector<Array> make_inputs(const FunctionCase& c, const std::vector<S
   return xs;
 }
 
-inline std::vector<Shape> with_leading(const std::vector<Shape>& shapes, int64_t n) {
-  std::vector<Shape> out = shapes;
-  for (auto& s : out) {
-    if (!s.empty()) s[0] = n;
+inline bool is_batched(const FunctionCase& c, std::size_t i) {
+  if (!c.batched.empty()) return i < c.batched.size() && c.batched[i];
+  const Shape& s = c.shapes[i];
+  const Shape& first = c.shapes[0];
+  return !s.empty() && s.size() == first.size() && s[0] == first[0];
+}
+
+// The case's shapes with axis 0 of the batched inputs set to n.
+inline std::vector<Shape> with_leading(const FunctionCase& c, int64_t n) {
+  std::vector<Shape> out = c.shapes;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (is_batched(c, i)) out[i][0] = n;
   }
   return out;
 }
@@ -129,7 +141,7 @@ inline void expect_conforms(const FunctionCase& c) {
   }
   if (c.size_zero) {
     SCOPED_TRACE("size 0");
-    const auto empty = cd::make_inputs(c, cd::with_leading(c.shapes, 0), Dtype::float64, 5);
+    const auto empty = cd::make_inputs(c, cd::with_leading(c, 0), Dtype::float64, 5);
     EXPECT_NO_THROW(testing::check_backward(c.f, empty, {}, opts));
   }
   if (c.double_backward) {
@@ -141,7 +153,9 @@ inline void expect_conforms(const FunctionCase& c) {
     const auto x32 = cd::make_inputs(c, c.shapes, Dtype::float32, 7);
     std::vector<Variable> vs(x32.begin(), x32.end());
     for (const auto& y : c.f(vs)) {
-      if (is_floating(y.dtype())) EXPECT_EQ(y.dtype(), Dtype::float32);
+      if (is_floating(y.dtype())) {
+        EXPECT_EQ(y.dtype(), Dtype::float32);
+      }
     }
   }
   {
@@ -154,7 +168,7 @@ inline void expect_conforms(const FunctionCase& c) {
       }
       lead = std::max<int64_t>(2, 70000 / rest + 1);
     }
-    const auto big = cd::make_inputs(c, cd::with_leading(c.shapes, lead), Dtype::float32, 9);
+    const auto big = cd::make_inputs(c, cd::with_leading(c, lead), Dtype::float32, 9);
     expect_cpu_matches_reference(c.f, big, c.ref_rtol, c.ref_atol);
   }
 }

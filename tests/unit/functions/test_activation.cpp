@@ -289,3 +289,125 @@ TEST(Activation, Errors) {
   expect_error<IndexError>([] { F::softmax(Variable(randn({}))); }, {"softmax"});
   expect_error<ValueError>([] { F::softplus(Variable(randn({2})), 0.0); }, {"softplus", "beta"});
 }
+
+// ---- the rest of Chainer's activations ----------------------------------------------------------
+
+namespace {
+
+Variable grid2x4() {
+  return Variable(Array::from_vector<double>({-3.0, -1.0, 0.0, 0.5, 2.0, 2.5, 7.0, -0.25}, {2, 4}));
+}
+
+Variable vec4(const std::vector<double>& v) {
+  return Variable(Array::from_vector(v));
+}
+
+}  // namespace
+
+// Values from Chainer 7.8.1 on the same input.
+TEST(Activation, KnownValuesChainerFamily) {
+  const Variable x = grid2x4();
+  expect_near_vec(values(F::clipped_relu(x, 2.0)), {0, 0, 0, 0.5, 2, 2, 2, 0});
+  expect_near_vec(values(F::relu6(x)), {0, 0, 0, 0.5, 2, 2.5, 6, 0});
+  expect_near_vec(values(F::crelu(x)), {0, 0, 0, 0.5, 3, 1, 0, 0, 2, 2.5, 7, 0, 0, 0, 0, 0.25});
+  expect_near_vec(values(F::hard_sigmoid(x)), {0, 0.3, 0.5, 0.6, 0.9, 1, 1, 0.45});
+  expect_near_vec(values(F::maxout(x, 2)), {-1, 0.5, 2.5, 7});
+  expect_near_vec(values(F::prelu(x, vec4({0.1, 0.2, 0.3, 0.4}))), {-0.3, -0.2, 0, 0.5, 2, 2.5, 7, -0.1});
+  expect_near_vec(values(F::selu(x)), {-1.6705687287671118, -1.1113307378125625, 0.0, 0.5253504936777402,
+                                       2.101401974710961, 2.626752468388701, 7.354906911488364,
+                                       -0.3888901974781189});
+  expect_near_vec(values(F::swish(x, vec4({1.0, 2.0, 0.5, -1.0}))),
+                  {-0.14227761953270024, -0.11920292202211757, 0.0, 0.1887703343990727, 1.7615941559557649,
+                   2.483267872689288, 6.794814384740507, -0.14054412522144952});
+  Array r = Array::full({2, 4}, 0.2, Dtype::float64);
+  expect_near_vec(values(F::rrelu(x, 1.0 / 8, 1.0 / 3, &r)), {-0.6, -0.2, 0, 0.5, 2, 2.5, 7, -0.05});
+  {
+    auto guard = using_config("train", false);
+    expect_near_vec(values(F::rrelu(x)), {-0.6875, -0.22916666666666666, 0, 0.5, 2, 2.5, 7, -0.057291666666666664});
+  }
+}
+
+TEST(Activation, RreluDrawsAndReturnsItsSlopes) {
+  const Variable x(randn({50, 40}), true);
+  Array r;
+  Generator g(3);
+  Variable y = F::rrelu(x, 0.1, 0.3, &r, &g);
+  ASSERT_EQ(r.shape(), x.shape());
+  const auto rv = r.to_vector<double>(), xv = x.array().to_vector<double>(), yv = values(y);
+  for (std::size_t i = 0; i < rv.size(); ++i) {
+    ASSERT_GE(rv[i], 0.1);
+    ASSERT_LT(rv[i], 0.3);
+    EXPECT_DOUBLE_EQ(yv[i], xv[i] >= 0 ? xv[i] : rv[i] * xv[i]);
+  }
+  // The same r again gives the same output; the gradient is the slope used.
+  EXPECT_EQ(values(F::rrelu(x, 0.1, 0.3, &r)), yv);
+  F::sum(y).backward();
+  const auto gx = x.grad().array().to_vector<double>();
+  for (std::size_t i = 0; i < rv.size(); ++i) EXPECT_DOUBLE_EQ(gx[i], xv[i] >= 0 ? 1.0 : rv[i]);
+}
+
+TEST(Activation, ChainerFamilyConforms) {
+  using rensa::test::binary_fn;
+  using rensa::test::FunctionCase;
+  using rensa::test::unary_fn;
+  const std::vector<FunctionCase> cases{
+      {.name = "clipped_relu", .f = unary_fn([](const Variable& x) { return F::clipped_relu(x, 1.5); }),
+       .shapes = {{3, 4}}, .kinks = {0.0, 1.5}},
+      {.name = "relu6", .f = unary_fn([](const Variable& x) { return F::relu6(x); }), .shapes = {{3, 4}},
+       .lo = -3, .hi = 8, .kinks = {0.0, 6.0}},
+      {.name = "crelu", .f = unary_fn([](const Variable& x) { return F::crelu(x, 1); }), .shapes = {{3, 4}},
+       .kinks = {0.0}},
+      {.name = "crelu_axis0", .f = unary_fn([](const Variable& x) { return F::crelu(x, 0); }), .shapes = {{3, 4}},
+       .kinks = {0.0}},
+      {.name = "hard_sigmoid", .f = unary_fn([](const Variable& x) { return F::hard_sigmoid(x); }),
+       .shapes = {{3, 4}}, .lo = -4, .hi = 4, .kinks = {-2.5, 2.5}},
+      {.name = "selu", .f = unary_fn([](const Variable& x) { return F::selu(x); }), .shapes = {{3, 4}},
+       .kinks = {0.0}},
+      {.name = "prelu", .f = binary_fn([](const Variable& x, const Variable& w) { return F::prelu(x, w); }),
+       .shapes = {{3, 4, 2}, {4}}, .kinks = {0.0}},
+      {.name = "prelu_scalar_W", .f = binary_fn([](const Variable& x, const Variable& w) { return F::prelu(x, w); }),
+       .shapes = {{3, 4}, {}}, .kinks = {0.0}},
+      {.name = "swish", .f = binary_fn([](const Variable& x, const Variable& b) { return F::swish(x, b); }),
+       .shapes = {{3, 4, 2}, {4, 2}}},
+  };
+  for (const auto& c : cases) rensa::test::expect_conforms(c);
+  // maxout: distinct values (no ties) so the max is differentiable.
+  FunctionCase maxout{.name = "maxout", .f = unary_fn([](const Variable& x) { return F::maxout(x, 3, 1); }),
+                      .shapes = {{2, 6, 2}}};
+  maxout.make_input = [](std::size_t, const Shape& shape, Dtype dtype, uint64_t seed) {
+    Array a = randn(shape, Dtype::float64, seed);
+    auto v = a.to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] += 0.01 * static_cast<double>(i);  // break ties
+    return Array::from_vector(v, shape).astype(dtype);
+  };
+  rensa::test::expect_conforms(maxout);
+  Array r = Array::full({3, 4}, 0.25, Dtype::float64);
+  rensa::test::expect_conforms({.name = "rrelu_given_r",
+                                .f = unary_fn([r](const Variable& x) {
+                                  Array rr = r.astype(x.dtype());
+                                  return F::rrelu(x, 0.1, 0.3, &rr);
+                                }),
+                                .shapes = {{3, 4}},
+                                .kinks = {0.0},
+                                .size_zero = false,
+                                .broadcast = false,
+                                .big_leading = 3,
+                                .float32_keeps_dtype = false});
+}
+
+TEST(Activation, ChainerFamilyErrors) {
+  const Variable x(randn({2, 6}));
+  expect_error<ValueError>([&] { F::clipped_relu(x, 0.0); }, {"clipped_relu", "z must be positive", "0"});
+  expect_error<DtypeError>([] { F::relu6(Variable(Array::zeros({2}, Dtype::int32))); }, {"relu6", "int32"});
+  expect_error<IndexError>([&] { F::crelu(x, 2); }, {"crelu", "axis 2"});
+  expect_error<ValueError>([&] { F::maxout(x, 0); }, {"maxout", "pool_size", "0"});
+  expect_error<ShapeError>([&] { F::maxout(x, 4); }, {"maxout", "pool_size 4", "size 6", "(2, 6)"});
+  expect_error<ShapeError>([&] { F::prelu(x, Variable(randn({5}))); }, {"prelu", "W (5,)", "(2, 6)"});
+  expect_error<ShapeError>([&] { F::prelu(x, Variable(randn({2, 6}))); }, {"prelu", "W (2, 6)"});
+  expect_error<DtypeError>([&] { F::prelu(x, Variable(randn({6}, Dtype::float32))); }, {"prelu", "float32"});
+  expect_error<ShapeError>([&] { F::swish(x, Variable(randn({3}))); }, {"swish", "beta (3,)"});
+  expect_error<ValueError>([&] { F::rrelu(x, 0.3, 0.3); }, {"rrelu", "0 <= l < u < 1", "0.3"});
+  expect_error<ValueError>([&] { F::rrelu(x, 0.1, 1.0); }, {"rrelu", "u 1"});
+  Array bad = Array::zeros({6}, Dtype::float64);
+  expect_error<ShapeError>([&] { F::rrelu(x, 0.1, 0.3, &bad); }, {"rrelu", "r (6,)", "(2, 6)"});
+}

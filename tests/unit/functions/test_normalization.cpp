@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/unit/functions/conformance.h"
 #include "tests/unit/test_util.h"
 
 using namespace rensa;
@@ -543,4 +544,102 @@ TEST(Pad, Errors) {
   Variable x(randn({2, 3}));
   expect_error<ShapeError>([&] { F::pad(x, {{1, 1}, {1, 1}, {1, 1}}); }, {"pad", "(2, 3)", "3 pairs"});
   expect_error<ValueError>([&] { F::pad(x, {{1, -1}}); }, {"pad", "negative", "(2, 3)"});
+}
+
+// ---- batch renormalization, group normalization, normalize (values from Chainer 7.8.1) ----------
+
+namespace {
+
+const std::vector<double> kX{1.0, 2.0, 0.5, -1.0, 3.0, 0.0, 1.0, 1.0, -1.0, 0.5, 2.0, 2.5, 0.0, -2.0, 1.5, 0.5};
+Variable v1(const std::vector<double>& v) { return Variable(Array::from_vector(v)); }
+
+void expect_vec(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-9) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+}  // namespace
+
+TEST(ChainerNormalizations, KnownValues) {
+  const Variable x(Array::from_vector(kX, {2, 4, 2}));
+  const Variable g = v1({1.0, 2.0, 0.5, 1.5}), b = v1({0.0, 0.1, -0.2, 0.3});
+  expect_vec(F::group_normalization(x, 2, g, b).array().to_vector<double>(),
+             {0.3464086835065456, 1.2701651728573338, -0.13093912233769706, -2.9022085903900616, 0.6029516877048724,
+              -0.7735369197891946, -0.04412215187351676, -0.04412215187351676, -1.460589591780058,
+              -0.3651473979450145, 1.560589591780058, 2.290884387670087, -0.2, -0.9844621268268285,
+              2.065039785360364, 0.8883465951201213});
+  const Variable x2 = F::reshape(F::get_item(x, {Slice(), Slice(), int64_t{0}}), {2, 4});
+  expect_vec(F::normalize(x2).array().to_vector<double>(),
+             {0.2981415081137332, 0.1490707540568666, 0.8944245243411996, 0.2981415081137332, -0.3713892970488815,
+              0.742778594097763, 0.0, 0.5570839455733223});
+  Array rm = Array::from_vector<double>({0.5, 0.0, 1.0, -0.5}), rv = Array::from_vector<double>({2.0, 0.5, 1.0, 4.0});
+  const Array rm_alias = rm;
+  expect_vec(F::batch_renormalization(x, g, b, 1.5, 0.5, &rm, &rv, 0.9, true).array().to_vector<double>(),
+             {0.3535516228395789, 1.0606548685187367, 0.004560727316875873, -3.2817570907324964, 0.7052274450858282,
+              -0.5550206768259844, 1.05, 1.05, -1.0606548685187367, 0.0, 3.2908785453662484, 4.386317818049372,
+              -0.5550206768259844, -1.3951860914338594, 2.4641004388627454, -0.3641004388627456});
+  expect_vec(rm_alias.to_vector<double>(), {0.5125, 0.1, 0.925, -0.35});  // updated in place
+  expect_vec(rv.to_vector<double>(), {1.95625, 0.7, 1.325, 3.6166666666666667});
+}
+
+TEST(ChainerNormalizations, NormalizeOfZeroSliceHasChainersFiniteGradient) {
+  Variable x(Array::from_vector<double>({0, 0, 0, 1, 2, 2}, {2, 3}), true);
+  Variable y = F::normalize(x);
+  EXPECT_EQ(y.array().to_vector<double>()[0], 0.0);
+  F::sum(F::mul(y, Variable(Array::from_vector<double>({1, 2, 3, 0.5, -1, 1}, {2, 3})))).backward();
+  expect_vec(x.grad().array().to_vector<double>(),
+             {99999.99999999999, 199999.99999999997, 300000.0, 0.14814771605061727, -0.3703690123506173,
+              0.29629543210123455},
+             1e-6);
+  // Second order stays finite at the zero slice.
+  const TestFunction f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::normalize(v[0])}; };
+  Variable xz(Array::zeros({1, 3}, Dtype::float64), true);
+  Variable gx = rensa::grad({F::sum(F::square(F::normalize(xz)))}, {xz}, {}, {.enable_double_backprop = true})[0];
+  F::sum(gx).backward();
+  for (double e : xz.grad().array().to_vector<double>()) EXPECT_TRUE(std::isfinite(e));
+}
+
+TEST(ChainerNormalizations, Conforms) {
+  using rensa::test::FunctionCase;
+  using Vars = std::vector<Variable>;
+  rensa::test::expect_conforms({.name = "group_normalization",
+                                .f = [](const Vars& v) { return Vars{F::group_normalization(v[0], 2, v[1], v[2])}; },
+                                .shapes = {{3, 4, 2}, {4}, {4}}});
+  rensa::test::expect_conforms({.name = "normalize", .f = rensa::test::unary_fn([](const Variable& x) {
+                                  return F::normalize(x);
+                                }),
+                                .shapes = {{3, 4}}});
+  rensa::test::expect_conforms({.name = "normalize_axes", .f = rensa::test::unary_fn([](const Variable& x) {
+                                  return F::normalize(x, 1e-3, {0, 2});
+                                }),
+                                .shapes = {{3, 4, 2}}, .size_zero = false});
+  rensa::test::expect_conforms({.name = "batch_renormalization",
+                                .f = [](const Vars& v) {
+                                  // Running statistics far from the batch's: r and d sit at their clip
+                                  // bounds, constants as the backward takes them.
+                                  Array rm = Array::full({4}, 100.0, v[0].dtype(), v[0].device());
+                                  Array rv = Array::full({4}, 0.01, v[0].dtype(), v[0].device());
+                                  return Vars{F::batch_renormalization(v[0], v[1], v[2], 1.2, 0.3, &rm, &rv)};
+                                },
+                                .shapes = {{5, 4}, {4}, {4}},
+                                .size_zero = false,
+                                .broadcast = false});
+}
+
+TEST(ChainerNormalizations, Errors) {
+  const Variable x(randn({2, 6, 3})), g(randn({6})), b(randn({6}));
+  expect_error<ShapeError>([&] { F::group_normalization(x, 4, g, b); },
+                           {"group_normalization", "groups 4", "6 channels", "(2, 6, 3)"});
+  expect_error<ValueError>([&] { F::group_normalization(x, 0, g, b); }, {"group_normalization", "groups", "0"});
+  expect_error<ShapeError>([&] { F::group_normalization(x, 2, Variable(randn({3})), b); },
+                           {"group_normalization", "gamma (3,)"});
+  expect_error<ShapeError>([&] { F::group_normalization(Variable(randn({6})), 2, g, b); },
+                           {"group_normalization", "at least 2"});
+  expect_error<ValueError>([&] { F::normalize(x, 0.0); }, {"normalize", "eps", "0"});
+  expect_error<IndexError>([&] { F::normalize(x, 1e-5, {3}); }, {"normalize", "axis 3"});
+  expect_error<ValueError>([&] { F::batch_renormalization(x, g, b, 0.5, 0.1); },
+                           {"batch_renormalization", "rmax >= 1", "0.5"});
+  Array bad = Array::zeros({5}, Dtype::float64);
+  expect_error<ShapeError>([&] { F::batch_renormalization(x, g, b, 2.0, 0.1, &bad); },
+                           {"batch_renormalization", "running_mean (5,)", "(6,)"});
 }

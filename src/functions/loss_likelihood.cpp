@@ -1,0 +1,58 @@
+// The variational autoencoder's losses (Chainer's vae.py): Gaussian KL divergence, Gaussian and
+// Bernoulli negative log-likelihoods. Composites of differentiable functions.
+#include <numbers>
+#include <string_view>
+
+#include "rensa/functions/activation.h"
+#include "rensa/functions/basic_math.h"
+#include "rensa/functions/loss.h"
+#include "rensa/functions/reduction.h"
+#include "src/functions/common.h"
+
+namespace rensa::functions {
+namespace {
+
+// Floating inputs of one dtype, device and shape, each named as in the signature.
+void check_same(const char* op, std::initializer_list<std::pair<const char*, const Variable*>> vs) {
+  const auto& [first_name, first] = *vs.begin();
+  for (const auto& [name, v] : vs) {
+    detail::check_floating(op, *v, name);
+    detail::check_same_dtype_device(op, {first, v});
+    RENSA_CHECK(v->shape() == first->shape(), ShapeError, op, ": ", first_name, " ", first->shape(), " and ", name,
+                " ", v->shape(), " must have the same shape");
+  }
+}
+
+// reduce "sum" (true) or "no".
+bool sums(const char* op, std::string_view reduce) {
+  return detail::parse_choice(op, "reduce", reduce, {"sum", "no"}) == 0;
+}
+
+}  // namespace
+
+Variable gaussian_kl_divergence(const Variable& mean, const Variable& ln_var, std::string_view reduce) {
+  const char* op = "gaussian_kl_divergence";
+  check_same(op, {{"mean", &mean}, {"ln_var", &ln_var}});
+  const bool total = sums(op, reduce);
+  const Variable loss = mul(add(sub(add(square(mean), exp(ln_var)), ln_var), -1.0), 0.5);
+  return total ? sum(loss) : loss;
+}
+
+Variable gaussian_nll(const Variable& x, const Variable& mean, const Variable& ln_var, std::string_view reduce) {
+  const char* op = "gaussian_nll";
+  check_same(op, {{"x", &x}, {"mean", &mean}, {"ln_var", &ln_var}});
+  const bool total = sums(op, reduce);
+  const double log_2pi = std::log(2.0 * std::numbers::pi);
+  const Variable loss = mul(add(add(ln_var, mul(square(sub(x, mean)), exp(neg(ln_var)))), log_2pi), 0.5);
+  return total ? sum(loss) : loss;
+}
+
+Variable bernoulli_nll(const Variable& x, const Variable& y, std::string_view reduce) {
+  const char* op = "bernoulli_nll";
+  check_same(op, {{"x", &x}, {"y", &y}});
+  const bool total = sums(op, reduce);
+  const Variable loss = sub(softplus(y), mul(x, y));
+  return total ? sum(loss) : loss;
+}
+
+}  // namespace rensa::functions

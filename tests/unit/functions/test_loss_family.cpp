@@ -1,0 +1,160 @@
+// The distance, likelihood and covariance losses: Chainer 7.8.1's values on the same inputs, the
+// shared conformance checks, and errors.
+#include <vector>
+
+#include "tests/unit/functions/conformance.h"
+#include "tests/unit/test_util.h"
+
+using namespace rensa;
+namespace F = rensa::functions;
+using rensa::test::expect_conforms;
+using rensa::test::expect_error;
+using rensa::test::FunctionCase;
+using rensa::test::randn;
+using rensa::testing::TestFunction;
+using Vars = std::vector<Variable>;
+
+namespace {
+
+Variable m(const std::vector<double>& v, const Shape& shape) { return Variable(Array::from_vector(v, shape)); }
+
+const Variable a = m({0.5, -1.0, 2.0, 1.5, 0.25, -0.75}, {2, 3});
+const Variable b = m({1.0, 1.0, -1.0, 0.0, 0.5, -0.5}, {2, 3});
+const Variable c = m({0.0, 0.0, 1.0, 1.0, 0.5, 0.0}, {2, 3});
+
+void expect_values(const Variable& v, const std::vector<double>& want, double tol = 1e-12) {
+  const auto got = v.array().to_vector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+Array labels(const std::vector<int32_t>& v) { return Array::from_vector(v); }
+
+// Labels 0/1 or 0..k-1, as int32, for a batch of n (constant input i of a FunctionCase).
+Array label_input(const Shape& shape, int64_t k, uint64_t seed) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; i < shape[0]; ++i) v.push_back(static_cast<int32_t>((static_cast<uint64_t>(i) * 7 + seed) % static_cast<uint64_t>(k)));
+  return Array::from_vector(v, shape);
+}
+
+}  // namespace
+
+TEST(LossFamily, KnownValuesFromChainer) {
+  expect_values(F::absolute_error(a, b), {0.5, 2.0, 3.0, 1.5, 0.25, 0.25});
+  expect_values(F::squared_error(a, b), {0.25, 4.0, 9.0, 2.25, 0.0625, 0.0625});
+  expect_values(F::mean_absolute_error(a, b), {1.25});
+  expect_values(F::huber_loss(a, b, 1.0), {4.125, 1.0625});
+  expect_values(F::huber_loss(a, b, 0.5, "no"), {0.125, 0.875, 1.375, 0.625, 0.03125, 0.03125});
+  expect_values(F::hinge(a, labels({2, 0})), {1.5});
+  expect_values(F::hinge(a, labels({2, 0}), "L2", "no"), {2.25, 0.0, 0.0, 0.0, 1.5625, 0.0625});
+  expect_values(F::contrastive(a, b, labels({1, 0}), 3.0), {3.844594748886634});
+  expect_values(F::contrastive(a, b, labels({1, 0}), 3.0, "no"), {6.625, 1.0641894977732678});
+  expect_values(F::triplet(a, b, c, 0.5), {6.75});
+  expect_values(F::triplet(a, b, c, 5.0, "no"), {16.0, 6.5});
+  expect_values(F::gaussian_kl_divergence(a, b), {5.092347514251148});
+  expect_values(F::gaussian_kl_divergence(a, b, "no"),
+                {0.48414091422952255, 0.8591409142295225, 2.1839397205857214, 1.125, 0.1056106353500641,
+                 0.3345153298563167});
+  expect_values(F::gaussian_nll(a, b, c), {11.008157138933418});
+  expect_values(F::gaussian_nll(a, b, c, "no"),
+                {1.0439385332046727, 2.9189385332046727, 3.0743960184761634, 1.8328029045225454,
+                 1.1878926163206924, 0.9501885332046727});
+  const Variable x01 = m({0.0, 1.0, 0.5, 1.0, 0.0, 0.25}, {2, 3});
+  expect_values(F::bernoulli_nll(x01, a), {5.015990386717798});
+  expect_values(F::bernoulli_nll(x01, a, "no"),
+                {0.9740769841801067, 1.3132616875182228, 1.1269280110429727, 0.20141327798275244,
+                 0.8259394198788436, 0.5743710061148999});
+  const Variable z = m({1.0, 2.0, 0.5, -1.0}, {2, 2});
+  expect_values(F::cross_covariance(a, z), {2.9267578125});
+  expect_values(F::cross_covariance(a, z, "no"), {-0.125, -0.75, -0.15625, -0.9375, 0.34375, 2.0625});
+  const Variable h = m({1.0, 2.0, 0.5, 0.5, -1.0, 3.0, 2.0, 0.0, 1.0}, {3, 3});
+  expect_values(F::decov(h), {1.547067901234568});
+  expect_values(F::decov(h, "no"), {0.0, 1.0 / 9, -5.0 / 12, 1.0 / 9, 0.0, -7.0 / 6, -5.0 / 12, -7.0 / 6, 0.0});
+}
+
+TEST(LossFamily, Conforms) {
+  auto bin = [](auto f) { return rensa::test::binary_fn(f); };
+  std::vector<FunctionCase> cases{
+      {.name = "absolute_error", .f = bin([](const Variable& x, const Variable& y) { return F::absolute_error(x, y); }),
+       .shapes = {{3, 4}, {3, 4}}, .lo = -2, .hi = 2},
+      {.name = "squared_error", .f = bin([](const Variable& x, const Variable& y) { return F::squared_error(x, y); }),
+       .shapes = {{3, 4}, {3, 4}}},
+      {.name = "mean_absolute_error",
+       .f = bin([](const Variable& x, const Variable& y) { return F::mean_absolute_error(x, y); }),
+       .shapes = {{3, 4}, {3, 4}}, .size_zero = false},
+      {.name = "huber_loss", .f = bin([](const Variable& x, const Variable& y) { return F::huber_loss(x, y, 0.7); }),
+       .shapes = {{3, 4}, {3, 4}}},
+      {.name = "huber_loss_no", .f = bin([](const Variable& x, const Variable& y) { return F::huber_loss(x, y, 0.7, "no"); }),
+       .shapes = {{3, 4}, {3, 4}}},
+      {.name = "gaussian_kl_divergence",
+       .f = bin([](const Variable& x, const Variable& y) { return F::gaussian_kl_divergence(x, y); }),
+       .shapes = {{3, 4}, {3, 4}}},
+      {.name = "bernoulli_nll", .f = bin([](const Variable& x, const Variable& y) { return F::bernoulli_nll(x, y, "no"); }),
+       .shapes = {{3, 4}, {3, 4}}, .lo = 0, .hi = 1},
+      {.name = "gaussian_nll",
+       .f = [](const Vars& v) { return Vars{F::gaussian_nll(v[0], v[1], v[2])}; },
+       .shapes = {{3, 4}, {3, 4}, {3, 4}}},
+      {.name = "triplet",
+       .f = [](const Vars& v) { return Vars{F::triplet(v[0], v[1], v[2], 3.0)}; },
+       .shapes = {{3, 4}, {3, 4}, {3, 4}}, .size_zero = false},
+      {.name = "cross_covariance",
+       .f = bin([](const Variable& x, const Variable& y) { return F::cross_covariance(x, y); }),
+       .shapes = {{5, 3}, {5, 2}}, .size_zero = false, .broadcast = false},
+      {.name = "decov", .f = rensa::test::unary_fn([](const Variable& x) { return F::decov(x); }),
+       .shapes = {{5, 3}}, .size_zero = false, .broadcast = false},
+  };
+  for (const auto& fc : cases) expect_conforms(fc);
+
+  FunctionCase hinge{.name = "hinge", .f = [](const Vars& v) { return Vars{F::hinge(v[0], v[1].array(), "L2")}; },
+                     .shapes = {{4, 3}, {4}}, .lo = -0.5, .hi = 0.5, .no_grads = {false, true},
+                     .batched = {true, true}};
+  hinge.make_input = [](std::size_t i, const Shape& s, Dtype, uint64_t seed) {
+    return i == 1 ? label_input(s, 3, seed) : Array();
+  };
+  expect_conforms(hinge);
+  FunctionCase con{.name = "contrastive",
+                   .f = [](const Vars& v) { return Vars{F::contrastive(v[0], v[1], v[2].array(), 4.0)}; },
+                   .shapes = {{4, 3}, {4, 3}, {4}}, .size_zero = false, .no_grads = {false, false, true},
+                   .batched = {true, true, true}};
+  con.make_input = [](std::size_t i, const Shape& s, Dtype, uint64_t seed) {
+    return i == 2 ? label_input(s, 2, seed) : Array();
+  };
+  expect_conforms(con);
+}
+
+TEST(LossFamily, Errors) {
+  const Variable x(randn({2, 3}));
+  const Variable x4(randn({2, 4}));
+  const Variable x32(randn({2, 3}, Dtype::float32));
+  expect_error<ShapeError>([&] { F::absolute_error(x, x4); }, {"absolute_error", "x0 (2, 3)", "x1 (2, 4)"});
+  expect_error<DtypeError>([&] { F::squared_error(x, x32); }, {"squared_error"});
+  expect_error<DtypeError>([&] { F::mean_absolute_error(Variable(Array::zeros({2}, Dtype::int32)), x); },
+                           {"mean_absolute_error", "int32"});
+  expect_error<ValueError>([&] { F::huber_loss(x, x, 0.0); }, {"huber_loss", "delta", "0"});
+  expect_error<ValueError>([&] { F::huber_loss(x, x, 1.0, "mean"); },
+                           {"huber_loss", "unknown reduce 'mean'", "\"sum_along_second_axis\", \"no\""});
+  expect_error<ShapeError>([&] { F::huber_loss(Variable(randn({3})), Variable(randn({3})), 1.0); },
+                           {"huber_loss", "at least 2 axes", "(3,)"});
+  expect_error<IndexError>([&] { F::hinge(x, labels({0, 3})); }, {"hinge", "label 3 at 1", "[0, 3)"});
+  expect_error<IndexError>([&] { F::hinge(x, labels({-1, 0})); }, {"hinge", "label -1 at 0"});
+  expect_error<ShapeError>([&] { F::hinge(x, labels({0})); }, {"hinge", "t (1,)", "(2,)"});
+  expect_error<DtypeError>([&] { F::hinge(x, Array::zeros({2})); }, {"hinge", "int32 or int64", "float32"});
+  expect_error<ValueError>([&] { F::hinge(x, labels({0, 1}), "L3"); }, {"hinge", "unknown norm 'L3'", "\"L1\", \"L2\""});
+  expect_error<ShapeError>([&] { F::hinge(Variable(randn({2, 3, 1})), labels({0, 1})); }, {"hinge", "(N, K)"});
+  expect_error<ValueError>([&] { F::contrastive(x, x, labels({0, 1}), 0.0); }, {"contrastive", "margin", "0"});
+  expect_error<ValueError>([&] { F::contrastive(x, x, labels({0, 2})); }, {"contrastive", "0 or 1", "2"});
+  expect_error<ShapeError>([&] { F::contrastive(Variable(randn({0, 3})), Variable(randn({0, 3})), labels({})); },
+                           {"contrastive", "N > 0", "(0, 3)"});
+  expect_error<ValueError>([&] { F::triplet(x, x, x, -1.0); }, {"triplet", "margin", "-1"});
+  expect_error<ShapeError>([&] { F::triplet(x, x, x4); }, {"triplet", "anchor (2, 3)", "negative (2, 4)"});
+  expect_error<ShapeError>([&] { F::triplet(Variable(randn({3})), Variable(randn({3})), Variable(randn({3}))); },
+                           {"triplet", "at least 2 axes"});
+  expect_error<ValueError>([&] { F::gaussian_kl_divergence(x, x, "mean"); },
+                           {"gaussian_kl_divergence", "unknown reduce 'mean'", "\"sum\", \"no\""});
+  expect_error<ShapeError>([&] { F::gaussian_nll(x, x, x4); }, {"gaussian_nll", "x (2, 3)", "ln_var (2, 4)"});
+  expect_error<ShapeError>([&] { F::bernoulli_nll(x, x4); }, {"bernoulli_nll", "y (2, 4)"});
+  expect_error<ShapeError>([&] { F::cross_covariance(x, Variable(randn({3, 3}))); },
+                           {"cross_covariance", "(2, 3)", "(3, 3)"});
+  expect_error<ShapeError>([&] { F::decov(Variable(randn({2}))); }, {"decov", "(N, K)", "(2,)"});
+  expect_error<ValueError>([&] { F::decov(x, "sum"); }, {"decov", "unknown reduce 'sum'", "\"half_squared_sum\""});
+}
