@@ -10,8 +10,7 @@ namespace {
 void check_same_shape(const char* op, std::initializer_list<const Variable*> vs) {
   const Variable* first = *vs.begin();
   for (const Variable* v : vs) {
-    RENSA_CHECK(v->shape() == first->shape(), ShapeError, op, ": shapes differ: ", first->shape(), " and ",
-                v->shape());
+    RENSA_CHECK(v->shape() == first->shape(), ShapeError, op, ": shapes differ: ", first->shape(), " and ", v->shape());
   }
 }
 
@@ -52,7 +51,8 @@ std::vector<Variable> identity(const std::vector<Variable>& xs) {
   }
   auto backward = [](const BackwardContext& ctx) {
     std::vector<Variable> gs;
-    for (std::size_t i = 0; i < ctx.num_outputs(); ++i) gs.push_back(ctx.needs_grad(i) ? ctx.grad_output(i) : Variable());
+    for (std::size_t i = 0; i < ctx.num_outputs(); ++i)
+      gs.push_back(ctx.needs_grad(i) ? ctx.grad_output(i) : Variable());
     return gs;
   };
   std::span<const Variable> in(xs.data(), xs.size());
@@ -64,13 +64,15 @@ std::vector<Variable> identity(const std::vector<Variable>& xs) {
   return rensa::detail::NodeBuilder::connect(std::move(node), in, std::move(arrays), false);
 }
 
-Variable identity(const Variable& x) { return identity(std::vector<Variable>{x})[0]; }
+Variable identity(const Variable& x) {
+  return identity(std::vector<Variable>{x})[0];
+}
 
 Variable linear_interpolate(const Variable& p, const Variable& x, const Variable& y) {
   detail::check_floating("linear_interpolate", p, "p");
   detail::check_same_dtype_device("linear_interpolate", {&p, &x, &y});
-  RENSA_CHECK(p.shape() == x.shape() && p.shape() == y.shape(), ShapeError,
-              "linear_interpolate: p ", p.shape(), ", x ", x.shape(), " and y ", y.shape(), " must have one shape");
+  RENSA_CHECK(p.shape() == x.shape() && p.shape() == y.shape(), ShapeError, "linear_interpolate: p ", p.shape(), ", x ",
+              x.shape(), " and y ", y.shape(), " must have one shape");
   return add(mul(p, x), mul(rsub(p, 1.0), y));
 }
 

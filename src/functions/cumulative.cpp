@@ -43,8 +43,8 @@ Variable scan_linear(const Variable& b, const Variable& a, int64_t axis, bool re
       [a, axis, reverse](const BackwardContext& ctx) {
         // The transposed recurrence runs the other way, each step scaled by the a of the step after.
         const Variable w = scan_linear(ctx.grad_output(), shift_prev(a, axis, !reverse, 0.0), axis, !reverse);
-        return std::vector<Variable>{w, ctx.needs_grad(1) ? mul(w, shift_prev(ctx.output(), axis, reverse, 0.0))
-                                                          : Variable()};
+        return std::vector<Variable>{
+            w, ctx.needs_grad(1) ? mul(w, shift_prev(ctx.output(), axis, reverse, 0.0)) : Variable()};
       },
       true);
 }

@@ -15,9 +15,15 @@ Variable rounded(const char* op, UnaryOp kop, const Variable& x) {
 
 }  // namespace
 
-Variable floor(const Variable& x) { return rounded("floor", UnaryOp::floor, x); }
-Variable ceil(const Variable& x) { return rounded("ceil", UnaryOp::ceil, x); }
-Variable fix(const Variable& x) { return rounded("fix", UnaryOp::fix, x); }
+Variable floor(const Variable& x) {
+  return rounded("floor", UnaryOp::floor, x);
+}
+Variable ceil(const Variable& x) {
+  return rounded("ceil", UnaryOp::ceil, x);
+}
+Variable fix(const Variable& x) {
+  return rounded("fix", UnaryOp::fix, x);
+}
 
 Variable sign(const Variable& x) {
   RENSA_CHECK(!x.is_null(), ValueError, "sign: x is null");

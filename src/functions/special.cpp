@@ -15,7 +15,9 @@ constexpr double kSqrt2 = 1.41421356237309504880;
 constexpr double kSqrt2Pi = 2.50662827463100050242;
 
 // exp(-x^2), the shape of erf's derivative.
-Variable gauss(const Variable& x) { return exp(neg(square(x))); }
+Variable gauss(const Variable& x) {
+  return exp(neg(square(x)));
+}
 
 }  // namespace
 

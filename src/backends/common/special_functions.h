@@ -24,7 +24,7 @@ inline double lgamma(double x) {
 inline double erfcx(double x) {
   if (std::isnan(x)) return x;
   if (x < 0) {
-    if (x < -26.7) return kInf;  // 2 exp(x^2) overflows
+    if (x < -26.7) return kInf;                      // 2 exp(x^2) overflows
     const double h = x * x, l = std::fma(x, x, -h);  // x^2 = h + l exactly
     return 2.0 * std::exp(h) * std::exp(l) - erfcx(-x);
   }
@@ -128,7 +128,9 @@ inline double erfcinv(double z) {
 }
 
 /// The standard normal CDF.
-inline double ndtr(double x) { return 0.5 * std::erfc(-x / kSqrt2); }
+inline double ndtr(double x) {
+  return 0.5 * std::erfc(-x / kSqrt2);
+}
 
 /// The inverse of ndtr on [0, 1] (-inf at 0, +inf at 1, NaN outside).
 inline double ndtri(double p) {
@@ -162,7 +164,8 @@ inline double digamma(double x) {
   // Asymptotic series: log x - 1/(2x) - sum of B_2k / (2k x^2k).
   const double r = 1.0 / (x * x);
   const double series =
-      r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760 - r / 12))))));
+      r *
+      (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760 - r / 12))))));
   return acc + std::log(x) - 0.5 / x - series;
 }
 
@@ -189,10 +192,18 @@ inline double zeta(double s, double q) {
   }
   // sum over k >= 0 of (a + k)^-s = a^(1-s)/(s-1) + a^-s/2 + sum_j B_2j/(2j)! s(s+1)...(s+2j-2) a^(-s-2j+1).
   // B_2j / (2j)! for j = 1..12.
-  static constexpr double kB2jOverFact[] = {
-      1.0 / 12, -1.0 / 720, 1.0 / 30240, -1.0 / 1209600, 1.0 / 47900160, -691.0 / 1307674368000.0,
-      1.0 / 74724249600.0, -3.3896802963225827e-13, 8.586062056277845e-15, -2.174868698558062e-16,
-      5.5090028283602295e-18, -1.3954464685812522e-19};
+  static constexpr double kB2jOverFact[] = {1.0 / 12,
+                                            -1.0 / 720,
+                                            1.0 / 30240,
+                                            -1.0 / 1209600,
+                                            1.0 / 47900160,
+                                            -691.0 / 1307674368000.0,
+                                            1.0 / 74724249600.0,
+                                            -3.3896802963225827e-13,
+                                            8.586062056277845e-15,
+                                            -2.174868698558062e-16,
+                                            5.5090028283602295e-18,
+                                            -1.3954464685812522e-19};
   const double as = std::pow(a, -s);
   double tail = a * as / (s - 1.0) + 0.5 * as;
   double fac = s * as / a;  // s a^(-s-1)

@@ -35,18 +35,27 @@ void scan(ScanOp op, const Array& x, const Array& a, int64_t axis, bool reverse,
               T* ok = po + k * so;
               for (int64_t i = 0; i < r.n; ++i) {
                 const C p = C(prev[i * ro]), v = C(xk[i * rx]);
-                if constexpr (Op == ScanOp::sum) ok[i * ro] = T(p + v);
-                else if constexpr (Op == ScanOp::prod) ok[i * ro] = T(p * v);
-                else ok[i * ro] = T(v + C(mk[i * rm]) * p);
+                if constexpr (Op == ScanOp::sum)
+                  ok[i * ro] = T(p + v);
+                else if constexpr (Op == ScanOp::prod)
+                  ok[i * ro] = T(p * v);
+                else
+                  ok[i * ro] = T(v + C(mk[i * rm]) * p);
               }
             }
           },
           std::max<int64_t>(1, kParallelGrain / n));
     };
     switch (op) {
-      case ScanOp::sum: step.template operator()<ScanOp::sum>(); break;
-      case ScanOp::prod: step.template operator()<ScanOp::prod>(); break;
-      case ScanOp::linear: step.template operator()<ScanOp::linear>(); break;
+      case ScanOp::sum:
+        step.template operator()<ScanOp::sum>();
+        break;
+      case ScanOp::prod:
+        step.template operator()<ScanOp::prod>();
+        break;
+      case ScanOp::linear:
+        step.template operator()<ScanOp::linear>();
+        break;
     }
   });
 }

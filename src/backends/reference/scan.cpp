@@ -25,10 +25,14 @@ void scan(ScanOp op, const Array& x, const Array& a, int64_t axis, bool reverse,
       for (int64_t j = 0; j < n; ++j) {
         idx[ax] = reverse ? n - 1 - j : j;
         const C v = C(*at(x, idx));
-        if (j == 0) acc = v;
-        else if (op == ScanOp::sum) acc = C(T(acc + v));
-        else if (op == ScanOp::prod) acc = C(T(acc * v));
-        else acc = C(T(v + C(*at(a, idx)) * acc));
+        if (j == 0)
+          acc = v;
+        else if (op == ScanOp::sum)
+          acc = C(T(acc + v));
+        else if (op == ScanOp::prod)
+          acc = C(T(acc * v));
+        else
+          acc = C(T(v + C(*at(a, idx)) * acc));
         *at(out, idx) = T(acc);
       }
       idx[ax] = 0;

@@ -54,12 +54,12 @@ TEST(SpecialFunctions, ErfinvAndErfcinv) {
                                            {1e-5, 8.862269254759594e-06},
                                            {0.9999999, 3.7665625816384707}}) {
     expect_rel(sp::erfinv(k.x), k.want, 2e-15, "erfinv", k.x);
-    const double z = 1.0 - k.x;                                  // rounded, but 1 - z is exact:
+    const double z = 1.0 - k.x;                                            // rounded, but 1 - z is exact:
     expect_rel(sp::erfcinv(z), sp::erfinv(1.0 - z), 2e-15, "erfcinv", z);  // erfcinv(z) = erfinv(1 - z)
   }
   // Deep tails, where 1 - x is not representable: erfcinv keeps the relative accuracy of z.
-  for (const Known& k : std::vector<Known>{{1e-10, 4.572824967389486}, {1e-100, 15.065574702592645},
-                                           {1e-300, 26.209469960516124}}) {
+  for (const Known& k :
+       std::vector<Known>{{1e-10, 4.572824967389486}, {1e-100, 15.065574702592645}, {1e-300, 26.209469960516124}}) {
     expect_rel(sp::erfcinv(k.x), k.want, 2e-15, "erfcinv", k.x);
   }
   // erfcinv(2 - z) = -erfcinv(z), where 2 - z is exact.
@@ -89,7 +89,8 @@ TEST(SpecialFunctions, NormalDistribution) {
   EXPECT_EQ(sp::ndtri(0.0), -kInf);
   EXPECT_EQ(sp::ndtri(1.0), kInf);
   EXPECT_TRUE(std::isnan(sp::ndtri(1.5)));
-  for (double x = -8.0; x < 8.0; x += 0.37) EXPECT_NEAR(sp::ndtr(sp::ndtri(sp::ndtr(x))), sp::ndtr(x), 1e-15 + 1e-14 * sp::ndtr(x));
+  for (double x = -8.0; x < 8.0; x += 0.37)
+    EXPECT_NEAR(sp::ndtr(sp::ndtri(sp::ndtr(x))), sp::ndtr(x), 1e-15 + 1e-14 * sp::ndtr(x));
   for (const Known& k : std::vector<Known>{{-40, -804.6084420137538},
                                            {-5, -15.064998393988725},
                                            {3, -0.0013508099647481938},
@@ -163,7 +164,8 @@ TEST(SpecialFunctions, Polygamma) {
   // The derivative of the order below.
   for (double x : {-1.3, 0.7, 5.0}) {
     const double h = 1e-5;
-    EXPECT_NEAR(sp::polygamma(1, x), (sp::digamma(x + h) - sp::digamma(x - h)) / (2 * h), 1e-6 * std::abs(sp::polygamma(1, x)));
+    EXPECT_NEAR(sp::polygamma(1, x), (sp::digamma(x + h) - sp::digamma(x - h)) / (2 * h),
+                1e-6 * std::abs(sp::polygamma(1, x)));
   }
   EXPECT_TRUE(std::isnan(sp::polygamma(-1, 2.0)));
   EXPECT_TRUE(std::isnan(sp::polygamma(1.5, 2.0)));

@@ -13,7 +13,9 @@ using rensa::test::unary_fn;
 
 namespace {
 
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
 
 // Uniform inputs with every third element exactly 0 (products whose gradients must not divide by x).
 Array with_zeros(std::size_t, const Shape& shape, Dtype dtype, uint64_t seed) {
@@ -82,7 +84,11 @@ TEST(Cumulative, Errors) {
   const Variable x(Array::zeros({2, 3}));
   expect_error<IndexError>([&] { F::cumsum(x, 2); }, {"cumsum", "axis 2"});
   expect_error<IndexError>([&] { F::cumprod(x, -3); }, {"cumprod", "axis -3"});
-  expect_error<DtypeError>([] { F::cumsum(Variable(Array::zeros({2, 3}, Dtype::int32))); }, {"cumsum", "int32", "(2, 3)"});
+  expect_error<DtypeError>(
+      [] {
+        F::cumsum(Variable(Array::zeros({2, 3}, Dtype::int32)));
+      },
+      {"cumsum", "int32", "(2, 3)"});
   expect_error<DtypeError>([] { F::cumprod(Variable(Array::zeros({2}, Dtype::int64)), 0); }, {"cumprod", "int64"});
   expect_error<ValueError>([] { F::cumsum(Variable()); }, {"cumsum", "null"});
 }

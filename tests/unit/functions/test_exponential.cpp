@@ -14,8 +14,12 @@ using rensa::test::FunctionCase;
 using rensa::test::unary_fn;
 
 namespace {
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
-Variable vec(const std::vector<double>& v) { return Variable(Array::from_vector(v)); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
+Variable vec(const std::vector<double>& v) {
+  return Variable(Array::from_vector(v));
+}
 }  // namespace
 
 TEST(Exponential, Conforms) {

@@ -13,7 +13,9 @@ using rensa::test::expect_error;
 using rensa::test::FunctionCase;
 
 namespace {
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
 }  // namespace
 
 TEST(Rounding, KnownValues) {
@@ -22,8 +24,10 @@ TEST(Rounding, KnownValues) {
   const auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
-      if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << i;
-      else EXPECT_EQ(got[i], want[i]) << i;
+      if (std::isnan(want[i]))
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      else
+        EXPECT_EQ(got[i], want[i]) << i;
     }
   };
   same(values(F::floor(x)), {-3, -1, -1, 0, 0, 1, 2, NAN});
@@ -75,7 +79,8 @@ TEST(Rounding, FmodConforms) {
     for (std::size_t j = 0; j < k.size(); ++j) k[j] = 2 * std::floor(k[j]) + 1 + s[j];
     return Array::from_vector(k, shape).astype(dtype);
   };
-  expect_conforms({.name = "fmod", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {3, 4}}, .make_input = make});
+  expect_conforms(
+      {.name = "fmod", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {3, 4}}, .make_input = make});
   expect_conforms(
       {.name = "fmod_broadcast", .f = rensa::test::binary_fn(F::fmod), .shapes = {{3, 4}, {1, 4}}, .make_input = make});
 }
@@ -91,6 +96,9 @@ TEST(Rounding, Errors) {
       {"fmod", "int32", "(2,)"});
   expect_error<DtypeError>([] { F::fmod(Variable(Array::zeros({2})), Variable(Array::ones({2}, Dtype::float64))); },
                            {"fmod", "float32", "float64"});
-  expect_error<ShapeError>([] { F::fmod(Variable(Array::zeros({2, 3})), Variable(Array::ones({2}))); },
-                           {"fmod", "(2, 3)", "(2,)"});
+  expect_error<ShapeError>(
+      [] {
+        F::fmod(Variable(Array::zeros({2, 3})), Variable(Array::ones({2})));
+      },
+      {"fmod", "(2, 3)", "(2,)"});
 }

@@ -14,8 +14,12 @@ using rensa::test::FunctionCase;
 using rensa::test::unary_fn;
 
 namespace {
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
-Variable vec(const std::vector<double>& v) { return Variable(Array::from_vector(v)); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
+Variable vec(const std::vector<double>& v) {
+  return Variable(Array::from_vector(v));
+}
 constexpr double kEuler = 0.57721566490153286061;
 const double kPi = std::acos(-1.0);
 }  // namespace
@@ -106,17 +110,27 @@ TEST(Special, GradientKnownValues) {
 
 TEST(Special, Errors) {
   const Array ints = Array::zeros({2, 3}, Dtype::int32);
-  for (const auto& [name, f] : std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>>{
-           {"erf", F::erf}, {"erfc", F::erfc}, {"erfcx", F::erfcx}, {"erfinv", F::erfinv}, {"erfcinv", F::erfcinv},
-           {"ndtr", F::ndtr}, {"ndtri", F::ndtri}, {"log_ndtr", F::log_ndtr}, {"lgamma", F::lgamma},
-           {"digamma", F::digamma}}) {
+  for (const auto& [name, f] :
+       std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>>{{"erf", F::erf},
+                                                                                     {"erfc", F::erfc},
+                                                                                     {"erfcx", F::erfcx},
+                                                                                     {"erfinv", F::erfinv},
+                                                                                     {"erfcinv", F::erfcinv},
+                                                                                     {"ndtr", F::ndtr},
+                                                                                     {"ndtri", F::ndtri},
+                                                                                     {"log_ndtr", F::log_ndtr},
+                                                                                     {"lgamma", F::lgamma},
+                                                                                     {"digamma", F::digamma}}) {
     expect_error<DtypeError>([&, f = f] { f(Variable(ints)); }, {name, "int32", "(2, 3)"});
     expect_error<ValueError>([&, f = f] { f(Variable()); }, {name, "null"});
   }
   const Variable x(Array::ones({2, 3}));
   expect_error<ValueError>([&] { F::polygamma(-1, x); }, {"polygamma", "non-negative", "-1"});
-  expect_error<ValueError>([&] { F::polygamma(Array::from_vector<int64_t>({2, -3, 1}), Variable(Array::ones({3}))); },
-                           {"polygamma", "-3", "(3,)"});
+  expect_error<ValueError>(
+      [&] {
+        F::polygamma(Array::from_vector<int64_t>({2, -3, 1}), Variable(Array::ones({3})));
+      },
+      {"polygamma", "-3", "(3,)"});
   expect_error<DtypeError>([&] { F::polygamma(Array::ones({3}), Variable(Array::ones({3}))); },
                            {"polygamma", "n", "float32", "(3,)"});
   expect_error<ShapeError>([&] { F::polygamma(Array::zeros({4}, Dtype::int64), x); }, {"polygamma", "(4,)", "(2, 3)"});

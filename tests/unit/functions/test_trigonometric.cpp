@@ -13,9 +13,13 @@ using rensa::test::FunctionCase;
 
 namespace {
 
-std::vector<double> values(const Variable& v) { return v.array().to_vector<double>(); }
+std::vector<double> values(const Variable& v) {
+  return v.array().to_vector<double>();
+}
 
-Variable vec(const std::vector<double>& v) { return Variable(Array::from_vector(v)); }
+Variable vec(const std::vector<double>& v) {
+  return Variable(Array::from_vector(v));
+}
 
 }  // namespace
 
@@ -53,7 +57,8 @@ TEST(Trigonometric, KnownValues) {
   near(values(F::arcsin(x)), {-pi / 6, 0, pi / 6});
   near(values(F::arccos(x)), {2 * pi / 3, pi / 2, pi / 3});
   near(values(F::arctan(vec({-1.0, 1.0}))), {-pi / 4, pi / 4});
-  near(values(F::arctan2(vec({1.0, 1.0, -1.0, 0.0}), vec({1.0, -1.0, -1.0, -1.0}))), {pi / 4, 3 * pi / 4, -3 * pi / 4, pi});
+  near(values(F::arctan2(vec({1.0, 1.0, -1.0, 0.0}), vec({1.0, -1.0, -1.0, -1.0}))),
+       {pi / 4, 3 * pi / 4, -3 * pi / 4, pi});
   near(values(F::sinh(vec({std::log(2.0)}))), {0.75});
   near(values(F::cosh(vec({std::log(2.0)}))), {1.25});
   near(values(F::arctanh(x)), {-0.5 * std::log(3.0), 0, 0.5 * std::log(3.0)});
@@ -73,14 +78,24 @@ TEST(Trigonometric, GradientKnownValues) {
 
 TEST(Trigonometric, Errors) {
   const Array ints = Array::zeros({2, 3}, Dtype::int32);
-  for (const auto& [name, f] : std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>>{
-           {"sin", F::sin}, {"cos", F::cos}, {"tan", F::tan}, {"arcsin", F::arcsin}, {"arccos", F::arccos},
-           {"arctan", F::arctan}, {"sinh", F::sinh}, {"cosh", F::cosh}, {"arctanh", F::arctanh}}) {
+  for (const auto& [name, f] :
+       std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>>{{"sin", F::sin},
+                                                                                     {"cos", F::cos},
+                                                                                     {"tan", F::tan},
+                                                                                     {"arcsin", F::arcsin},
+                                                                                     {"arccos", F::arccos},
+                                                                                     {"arctan", F::arctan},
+                                                                                     {"sinh", F::sinh},
+                                                                                     {"cosh", F::cosh},
+                                                                                     {"arctanh", F::arctanh}}) {
     expect_error<DtypeError>([&, f = f] { f(Variable(ints)); }, {name, "int32", "(2, 3)"});
     expect_error<ValueError>([&, f = f] { f(Variable()); }, {name, "null"});
   }
-  expect_error<ShapeError>([] { F::arctan2(Variable(Array::zeros({2, 3})), Variable(Array::zeros({4}))); },
-                           {"arctan2", "(2, 3)", "(4,)"});
+  expect_error<ShapeError>(
+      [] {
+        F::arctan2(Variable(Array::zeros({2, 3})), Variable(Array::zeros({4})));
+      },
+      {"arctan2", "(2, 3)", "(4,)"});
   expect_error<DtypeError>(
       [] { F::arctan2(Variable(Array::zeros({2}, Dtype::float32)), Variable(Array::zeros({2}, Dtype::float64))); },
       {"arctan2", "float32", "float64"});
