@@ -37,7 +37,8 @@ TEST(Arithmetic, Conforms) {
        .shapes = {{2, 3, 4, 2}, {3, 4}}},
       {.name = "bias_axis0",
        .f = binary_fn([](const Variable& x, const Variable& y) { return F::bias(x, y, 0); }),
-       .shapes = {{3, 4}, {3}}},
+       .shapes = {{3, 4}, {3}},
+       .batched = {true, true}},  // y runs along x's axis 0
       {.name = "scale",
        .f = binary_fn([](const Variable& x, const Variable& y) { return F::scale(x, y); }),
        .shapes = {{2, 3, 4}, {3}}},
