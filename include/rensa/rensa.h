@@ -28,4 +28,10 @@
 #include "rensa/functions/normalization.h"
 #include "rensa/functions/reduction.h"
 #include "rensa/functions/rnn.h"
+// Chainer's math library beside the basic functions.
+#include "rensa/functions/cumulative.h"
+#include "rensa/functions/exponential.h"
+#include "rensa/functions/rounding.h"
+#include "rensa/functions/special.h"
+#include "rensa/functions/trigonometric.h"
 #include "rensa/training.h"

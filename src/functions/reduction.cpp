@@ -1,11 +1,13 @@
 // Reductions over axes.
 #include "rensa/functions/reduction.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
 #include "src/functions/common.h"
+#include "src/functions/scan.h"
 
 namespace rensa::functions {
 namespace {
@@ -131,6 +133,66 @@ Variable sum_to(const Variable& x, const Shape& shape) {
   return record1("sum_to", {x}, std::move(y), [in = x.shape()](const BackwardContext& ctx) {
     return Grads{broadcast_to(ctx.grad_output(), in)};
   });
+}
+
+Variable prod(const Variable& x, const Shape& axes_in, bool keepdims) {
+  detail::check_floating("prod", x);
+  const Shape axes = detail::normalize_axes("prod", axes_in, x.ndim());
+  Array y = detail::reduce("prod", ReduceOp::prod, x.array(), axes, keepdims, x.dtype());
+  return record1("prod", {x}, std::move(y), [x, axes](const BackwardContext& ctx) {
+    // Reduced axes first, flattened to one: gx[r] = (product before r) * (product after r).
+    Shape perm = axes, kept;
+    for (int64_t d = 0; d < x.ndim(); ++d) {
+      if (std::find(axes.begin(), axes.end(), d) == axes.end()) {
+        perm.push_back(d);
+        kept.push_back(x.shape()[static_cast<std::size_t>(d)]);
+      }
+    }
+    const Variable xt = transpose(x, perm);
+    Shape flat{1};
+    for (int64_t a : axes) flat[0] *= x.shape()[static_cast<std::size_t>(a)];
+    for (int64_t k : kept) flat.push_back(k);
+    const Variable xr = reshape(xt, flat);
+    const Variable before = detail::shift_prev(detail::scan_prod(xr, 0, false), 0, false, 1.0);
+    const Variable after = detail::shift_prev(detail::scan_prod(xr, 0, true), 0, true, 1.0);
+    Shape inverse(perm.size(), 0);
+    for (std::size_t i = 0; i < perm.size(); ++i) inverse[static_cast<std::size_t>(perm[i])] = static_cast<int64_t>(i);
+    const Variable others = transpose(reshape(mul(before, after), xt.shape()), inverse);
+    return Grads{mul(others, expand_back(ctx.grad_output(), x.shape(), axes))};
+  });
+}
+
+Variable average(const Variable& x, const Shape& axes_in, const Variable& weights, bool keepdims) {
+  if (weights.is_null()) return mean(x, axes_in, keepdims);
+  detail::check_floating("average", x);
+  detail::check_same_dtype_device("average", {&x, &weights});
+  const Shape axes = detail::normalize_axes("average", axes_in, x.ndim(), false);
+  RENSA_CHECK(axes.size() <= 1, ValueError, "average: weights with several axes ", axes_in,
+              " are not supported (x ", x.shape(), ")");
+  Variable w = weights;
+  if (axes.empty()) {
+    RENSA_CHECK(weights.shape() == x.shape(), ShapeError, "average: weights ", weights.shape(),
+                " must have the shape of x ", x.shape(), " when no axis is given");
+  } else {
+    const auto a = static_cast<std::size_t>(axes[0]);
+    RENSA_CHECK(weights.shape() == Shape{x.shape()[a]}, ShapeError, "average: weights ", weights.shape(),
+                " must be 1-d of the extent of axis ", axes[0], " of x ", x.shape());
+    Shape ws(x.shape().size(), 1);
+    ws[a] = x.shape()[a];
+    w = broadcast_to(reshape(weights, ws), x.shape());
+  }
+  Variable total = sum(mul(x, w), axes, keepdims);
+  return div(total, broadcast_to(sum(weights), total.shape()));
+}
+
+Variable batch_l2_norm_squared(const Variable& x) {
+  detail::check_floating("batch_l2_norm_squared", x);
+  RENSA_CHECK(x.ndim() >= 2, ShapeError, "batch_l2_norm_squared: x must have at least 2 axes, got shape ",
+              x.shape());
+  const int64_t n = x.shape()[0];
+  int64_t rest = 1;
+  for (std::size_t d = 1; d < x.shape().size(); ++d) rest *= x.shape()[d];
+  return sum(square(reshape(x, Shape{n, rest})), Shape{1});
 }
 
 }  // namespace rensa::functions

@@ -25,10 +25,24 @@ namespace rensa {
 /// p1)), affine (x * p0 + p1); finite_or_zero is x where finite and 0 for inf and NaN.
 #define RENSA_UNARY_OPS(X)                                                                                     \
   X(neg) X(exp) X(log) X(sqrt) X(abs) X(sign) X(square) X(reciprocal) X(sin) X(cos) X(relu) X(sigmoid) X(tanh) \
-      X(softplus) X(leaky_relu) X(elu) X(pow_scalar) X(clip) X(affine) X(finite_or_zero)
+      X(softplus) X(leaky_relu) X(elu) X(pow_scalar) X(clip) X(affine) X(finite_or_zero) RENSA_MATH_UNARY_OPS(X)
+/// The math library's elementwise functions (NumPy's and SciPy's definitions): fix rounds toward
+/// zero, rsqrt is 1 / sqrt(x), erfcx is exp(x^2) erfc(x), ndtr the standard normal CDF, ndtri its
+/// inverse, log_ndtr log(ndtr(x)), lgamma log|gamma(x)|, digamma its derivative.
+#define RENSA_MATH_UNARY_OPS(X)                                                                                 \
+  X(tan) X(arcsin) X(arccos) X(arctan) X(sinh) X(cosh) X(arctanh) X(expm1) X(log1p) X(log2) X(log10) X(rsqrt) \
+      X(floor) X(ceil) X(fix) X(erf) X(erfc) X(erfcx) X(erfinv) X(erfcinv) X(ndtr) X(ndtri) X(log_ndtr)        \
+          X(lgamma) X(digamma)
 /// Elementwise functions of two arrays of the same dtype. Comparisons (from eq on) write 1 or 0 in
-/// the output's dtype (bool or the inputs' dtype).
-#define RENSA_BINARY_OPS(X) X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+/// the output's dtype (bool or the inputs' dtype). The floating ops (RENSA_FLOATING_BINARY_OPS) take
+/// floating dtypes only.
+#define RENSA_BINARY_OPS(X)                                                                  \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) RENSA_FLOATING_BINARY_OPS(X) X(eq) X(ne) X(lt) X(le) \
+      X(gt) X(ge)
+/// arctan2(a, b) is the angle of the point (b, a); fmod(a, b) = a - b * fix(a / b) (the sign of a);
+/// polygamma(a, b) is the a-th derivative of digamma at b (a a whole number >= 0, else NaN);
+/// zeta(a, b) is the Hurwitz zeta function sum over k >= 0 of (k + b) ** -a.
+#define RENSA_FLOATING_BINARY_OPS(X) X(arctan2) X(fmod) X(polygamma) X(zeta)
 /// Reductions over a set of axes. argmax/argmin take one axis and write int64.
 #define RENSA_REDUCE_OPS(X) X(sum) X(prod) X(max) X(min) X(argmax) X(argmin)
 
@@ -49,10 +63,20 @@ inline constexpr BinaryOp kBinaryOps[] = {RENSA_BINARY_OPS(RENSA_X)};
 inline constexpr ReduceOp kReduceOps[] = {RENSA_REDUCE_OPS(RENSA_X)};
 #undef RENSA_X
 
+/// Whether `op` is one of RENSA_FLOATING_BINARY_OPS (kernels throw DtypeError for other dtypes).
+constexpr bool is_floating_only(BinaryOp op) {
+#define RENSA_X(name) op == BinaryOp::name ||
+  return RENSA_FLOATING_BINARY_OPS(RENSA_X) false;
+#undef RENSA_X
+}
+
 /// The op's name as in its list ("leaky_relu"); "?" for a value outside the enum.
 std::string_view op_name(UnaryOp op);
 std::string_view op_name(BinaryOp op);
 std::string_view op_name(ReduceOp op);
+/// Scans of the scan kernel (cumulative sums and products, and the first-order linear recurrence
+/// their gradients need).
+enum class ScanOp : uint8_t { sum, prod, linear };
 /// Distributions for the random kernel.
 enum class RandomDist : uint8_t { uniform, normal };
 /// Geometry of a 2-d convolution over NCHW arrays: y[n, o, i, j] = sum over c, ky, kx of
@@ -100,6 +124,12 @@ struct KernelTable {
   /// out = cond ? a : b elementwise; cond bool, a, b and out of one dtype, all of out's shape
   /// (inputs may have stride-0 axes).
   void (*where)(const Array& cond, const Array& a, const Array& b, const Array& out) = nullptr;
+  /// out = the inclusive scan of x along `axis`, from index 0 up or, when `reverse`, from the last
+  /// index down; with out[prev] the element before in that order (none for the first): sum out[i] =
+  /// out[prev] + x[i]; prod out[i] = out[prev] * x[i]; linear out[i] = x[i] + a[i] * out[prev] (a of
+  /// x's shape; a null Array for sum and prod). x, a, out: one floating dtype and shape; inputs may
+  /// have stride-0 axes.
+  void (*scan)(ScanOp op, const Array& x, const Array& a, int64_t axis, bool reverse, const Array& out) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions
@@ -135,7 +165,7 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
+      X(scan) X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)
 #define RENSA_COUNT_SLOT(name) +1

@@ -4,6 +4,8 @@
 /// device (DeviceError); shapes that do not broadcast throw ShapeError naming both shapes.
 /// Gradients of broadcast operands are summed back to their shapes.
 
+#include <vector>
+
 #include "rensa/core/variable.h"
 
 namespace rensa::functions {
@@ -39,6 +41,28 @@ Variable mul(const Variable& x, double value);
 Variable rsub(const Variable& x, double value);
 /// value / x.
 Variable rdiv(const Variable& x, double value);
+
+// ---- Chainer's other arithmetic (math family) ----
+
+/// Chainer's name for abs.
+Variable absolute(const Variable& x);
+/// (x1 - x2)^2 elementwise; x1 and x2 of one floating dtype (DtypeError) and one shape (ShapeError
+/// naming both, no broadcasting, as Chainer).
+Variable squared_difference(const Variable& x1, const Variable& x2);
+/// The inputs unchanged, as new variables whose gradients pass through (Chainer's identity).
+/// ValueError for a null input.
+std::vector<Variable> identity(const std::vector<Variable>& xs);
+Variable identity(const Variable& x);
+/// p * x + (1 - p) * y elementwise; p, x and y of one floating dtype (DtypeError), one device and one
+/// shape (ShapeError naming the three, no broadcasting, as Chainer). All three are differentiated.
+Variable linear_interpolate(const Variable& p, const Variable& x, const Variable& y);
+/// x + y with y's axes matched to x's axes axis, axis + 1, ... (Caffe's broadcasting, as Chainer's
+/// bias): y (3, 40) against x (100, 3, 40, 5, 6) with axis 1 adds y[j, k] to x[:, j, k, :, :].
+/// ShapeError unless x.shape()[axis : axis + y.ndim()] == y.shape(), naming both shapes and the
+/// axis; IndexError for an axis outside [0, x.ndim()].
+Variable bias(const Variable& x, const Variable& y, int64_t axis = 1);
+/// x * y with bias's broadcasting and errors (Chainer's scale).
+Variable scale(const Variable& x, const Variable& y, int64_t axis = 1);
 
 }  // namespace rensa::functions
 

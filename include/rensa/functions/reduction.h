@@ -23,5 +23,18 @@ Variable argmin(const Variable& x, std::optional<int64_t> axis = std::nullopt, b
 Variable logsumexp(const Variable& x, const Shape& axes = {}, bool keepdims = false);
 /// Sums x down to `shape`, undoing broadcasting (ShapeError if `shape` does not broadcast to x).
 Variable sum_to(const Variable& x, const Shape& shape);
+/// Product over `axes` (1 over an empty axis); x floating (DtypeError). The gradient is the product
+/// of the other elements, computed without dividing by x, so it is exact where x has zeros (as
+/// Chainer's); double backprop works.
+Variable prod(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Chainer's average: mean(x, axes, keepdims) without weights; with weights (x's dtype and device),
+/// sum(x * weights, axes, keepdims) / sum(weights). With no axes, weights has x's shape; with one
+/// axis, weights is 1-d of that axis's extent (ShapeError naming both shapes otherwise); several axes
+/// with weights throw ValueError. x and weights are both differentiated.
+Variable average(const Variable& x, const Shape& axes = {}, const Variable& weights = Variable(),
+                 bool keepdims = false);
+/// The squared L2 norm of each x[i] over all axes but the first: shape (N,) for x (N, ...). x floating
+/// (DtypeError) with at least 2 axes (ShapeError naming its shape).
+Variable batch_l2_norm_squared(const Variable& x);
 
 }  // namespace rensa::functions

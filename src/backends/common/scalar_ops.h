@@ -8,8 +8,42 @@
 #include <type_traits>
 
 #include "rensa/core/backend.h"
+#include "src/backends/common/special_functions.h"
 
 namespace rensa::backends {
+
+// RENSA_MATH_UNARY_OPS. The special functions run in double (see special_functions.h).
+template <UnaryOp Op, class C>
+inline C math_unary_fn(C x) {
+  namespace sp = special;
+  const auto d = [](double (*f)(double), C v) { return static_cast<C>(f(static_cast<double>(v))); };
+  if constexpr (Op == UnaryOp::tan) return std::tan(x);
+  else if constexpr (Op == UnaryOp::arcsin) return std::asin(x);
+  else if constexpr (Op == UnaryOp::arccos) return std::acos(x);
+  else if constexpr (Op == UnaryOp::arctan) return std::atan(x);
+  else if constexpr (Op == UnaryOp::sinh) return std::sinh(x);
+  else if constexpr (Op == UnaryOp::cosh) return std::cosh(x);
+  else if constexpr (Op == UnaryOp::arctanh) return std::atanh(x);
+  else if constexpr (Op == UnaryOp::expm1) return std::expm1(x);
+  else if constexpr (Op == UnaryOp::log1p) return std::log1p(x);
+  else if constexpr (Op == UnaryOp::log2) return std::log2(x);
+  else if constexpr (Op == UnaryOp::log10) return std::log10(x);
+  else if constexpr (Op == UnaryOp::rsqrt) return C(1) / std::sqrt(x);
+  else if constexpr (Op == UnaryOp::floor) return std::floor(x);
+  else if constexpr (Op == UnaryOp::ceil) return std::ceil(x);
+  else if constexpr (Op == UnaryOp::fix) return std::trunc(x);
+  else if constexpr (Op == UnaryOp::erf) return std::erf(x);
+  else if constexpr (Op == UnaryOp::erfc) return std::erfc(x);
+  else if constexpr (Op == UnaryOp::erfcx) return d(sp::erfcx, x);
+  else if constexpr (Op == UnaryOp::erfinv) return d(sp::erfinv, x);
+  else if constexpr (Op == UnaryOp::erfcinv) return d(sp::erfcinv, x);
+  else if constexpr (Op == UnaryOp::ndtr) return d(sp::ndtr, x);
+  else if constexpr (Op == UnaryOp::ndtri) return d(sp::ndtri, x);
+  else if constexpr (Op == UnaryOp::log_ndtr) return d(sp::log_ndtr, x);
+  else if constexpr (Op == UnaryOp::lgamma) return d(sp::lgamma, x);
+  else if constexpr (Op == UnaryOp::digamma) return d(sp::digamma, x);
+  else static_assert(sizeof(C) == 0, "unhandled unary op");
+}
 
 template <UnaryOp Op, class C>
 inline C unary_fn(C x, C p0, C p1) {
@@ -18,7 +52,7 @@ inline C unary_fn(C x, C p0, C p1) {
   else if constexpr (Op == UnaryOp::log) return std::log(x);
   else if constexpr (Op == UnaryOp::sqrt) return std::sqrt(x);
   else if constexpr (Op == UnaryOp::abs) return std::abs(x);
-  else if constexpr (Op == UnaryOp::sign) return static_cast<C>((x > C(0)) - (x < C(0)));
+  else if constexpr (Op == UnaryOp::sign) return x != x ? x : static_cast<C>((x > C(0)) - (x < C(0)));  // NaN stays
   else if constexpr (Op == UnaryOp::square) return x * x;
   else if constexpr (Op == UnaryOp::reciprocal) return C(1) / x;
   else if constexpr (Op == UnaryOp::sin) return std::sin(x);
@@ -36,7 +70,7 @@ inline C unary_fn(C x, C p0, C p1) {
   else if constexpr (Op == UnaryOp::clip) return x < p0 ? p0 : (x > p1 ? p1 : x);
   else if constexpr (Op == UnaryOp::affine) return x * p0 + p1;
   else if constexpr (Op == UnaryOp::finite_or_zero) return std::isfinite(x) ? x : C(0);
-  else static_assert(sizeof(C) == 0, "unhandled unary op");
+  else return math_unary_fn<Op, C>(x);
 }
 
 /// Integer division rounding toward negative infinity (Python's //). Division by zero gives 0 and
@@ -67,6 +101,11 @@ inline C binary_fn(C a, C b) {
   else if constexpr (Op == BinaryOp::pow) return static_cast<C>(std::pow(a, b));
   else if constexpr (Op == BinaryOp::maximum) return (a >= b || a != a) ? a : b;  // NaN propagates
   else if constexpr (Op == BinaryOp::minimum) return (a <= b || a != a) ? a : b;
+  else if constexpr (is_floating_only(Op) && !std::is_floating_point_v<C>) return C(0);  // kernels reject these
+  else if constexpr (Op == BinaryOp::arctan2) return std::atan2(a, b);
+  else if constexpr (Op == BinaryOp::fmod) return std::fmod(a, b);
+  else if constexpr (Op == BinaryOp::polygamma) return static_cast<C>(special::polygamma(a, b));
+  else if constexpr (Op == BinaryOp::zeta) return static_cast<C>(special::zeta(a, b));
   else if constexpr (Op == BinaryOp::eq) return static_cast<C>(a == b);
   else if constexpr (Op == BinaryOp::ne) return static_cast<C>(a != b);
   else if constexpr (Op == BinaryOp::lt) return static_cast<C>(a < b);

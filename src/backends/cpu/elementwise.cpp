@@ -62,6 +62,8 @@ void unary(UnaryOp op, const Array& x, const Array& y, double p0, double p1) {
 }
 
 void binary(BinaryOp op, const Array& a, const Array& b, const Array& out) {
+  RENSA_CHECK(!is_floating_only(op) || is_floating(a.dtype()), DtypeError, "cpu binary: ", op_name(op),
+              " expects a floating dtype, got ", a.dtype());
   dispatch(a.dtype(), [&]<class T>() {
     using C = compute_t<T>;
     auto run = [&]<class O, BinaryOp Op>() {

@@ -400,7 +400,12 @@ TEST(Kernels, UnaryKnownValues) {
     UnaryOp op;
     double p0, p1;
     std::vector<double> expected;
+    double rtol = 0.0;  // relative to max(|expected|, 1); 0: 1e-15 absolute
   };
+  constexpr double kEuler = 0.57721566490153286061;
+  auto ndtr = [](double v) { return 0.5 * std::erfc(-v / std::sqrt(2.0)); };
+  auto erfcx = [](double v) { return std::exp(v * v) * std::erfc(v); };
+  const double erfinv_half = 0.47693627620446987338;  // erfinv(0.5)
   const std::vector<Case> cases = {
       {UnaryOp::neg, 0, 0, {2, 0.5, 0, -0.5, -2}},
       {UnaryOp::exp, 0, 0, {std::exp(-2.0), std::exp(-0.5), 1, std::exp(0.5), std::exp(2.0)}},
@@ -422,6 +427,35 @@ TEST(Kernels, UnaryKnownValues) {
       {UnaryOp::clip, -1.0, 1.0, {-1, -0.5, 0, 0.5, 1}},
       {UnaryOp::affine, 2.0, 1.0, {-3, 0, 1, 2, 5}},
       {UnaryOp::finite_or_zero, 0, 0, {-2, -0.5, 0, 0.5, 2}},
+      {UnaryOp::tan, 0, 0, {std::tan(-2.0), std::tan(-0.5), 0, std::tan(0.5), std::tan(2.0)}},
+      {UnaryOp::arcsin, 0, 0, {kNan, -std::asin(0.5), 0, std::asin(0.5), kNan}},
+      {UnaryOp::arccos, 0, 0, {kNan, 2 * std::acos(-1.0) / 3, std::acos(-1.0) / 2, std::acos(-1.0) / 3, kNan}},
+      {UnaryOp::arctan, 0, 0, {-std::atan(2.0), -std::atan(0.5), 0, std::atan(0.5), std::atan(2.0)}},
+      {UnaryOp::sinh, 0, 0, {std::sinh(-2.0), std::sinh(-0.5), 0, std::sinh(0.5), std::sinh(2.0)}},
+      {UnaryOp::cosh, 0, 0, {std::cosh(2.0), std::cosh(0.5), 1, std::cosh(0.5), std::cosh(2.0)}},
+      {UnaryOp::arctanh, 0, 0, {kNan, -0.5 * std::log(3.0), 0, 0.5 * std::log(3.0), kNan}},
+      {UnaryOp::expm1, 0, 0, {std::exp(-2.0) - 1, std::exp(-0.5) - 1, 0, std::exp(0.5) - 1, std::exp(2.0) - 1}, 1e-15},
+      {UnaryOp::log1p, 0, 0, {kNan, std::log(0.5), 0, std::log(1.5), std::log(3.0)}},
+      {UnaryOp::log2, 0, 0, {kNan, kNan, -kInf, -1, 1}},
+      {UnaryOp::log10, 0, 0, {kNan, kNan, -kInf, std::log(0.5) / std::log(10.0), std::log(2.0) / std::log(10.0)}},
+      {UnaryOp::rsqrt, 0, 0, {kNan, kNan, kInf, std::sqrt(2.0), std::sqrt(0.5)}},
+      {UnaryOp::floor, 0, 0, {-2, -1, 0, 0, 2}},
+      {UnaryOp::ceil, 0, 0, {-2, 0, 0, 1, 2}},
+      {UnaryOp::fix, 0, 0, {-2, 0, 0, 0, 2}},
+      {UnaryOp::erf, 0, 0, {-std::erf(2.0), -std::erf(0.5), 0, std::erf(0.5), std::erf(2.0)}},
+      {UnaryOp::erfc, 0, 0, {1 + std::erf(2.0), 1 + std::erf(0.5), 1, 1 - std::erf(0.5), 1 - std::erf(2.0)}},
+      {UnaryOp::erfcx, 0, 0, {erfcx(-2), erfcx(-0.5), 1, erfcx(0.5), erfcx(2)}, 1e-14},
+      {UnaryOp::erfinv, 0, 0, {kNan, -erfinv_half, 0, erfinv_half, kNan}, 1e-15},
+      {UnaryOp::erfcinv, 0, 0, {kNan, kNan, kInf, erfinv_half, -kInf}, 1e-15},
+      {UnaryOp::ndtr, 0, 0, {ndtr(-2), ndtr(-0.5), 0.5, ndtr(0.5), ndtr(2)}, 1e-15},
+      {UnaryOp::ndtri, 0, 0, {kNan, kNan, -kInf, 0, kNan}},
+      {UnaryOp::log_ndtr, 0, 0, {std::log(ndtr(-2)), std::log(ndtr(-0.5)), -std::log(2.0), std::log(ndtr(0.5)),
+                                 std::log(ndtr(2))}, 1e-14},
+      // lgamma(-0.5) = log(2 sqrt(pi)), lgamma(0.5) = log(sqrt(pi)); digamma(0.5) = -gamma - 2 log 2.
+      {UnaryOp::lgamma, 0, 0, {kInf, std::log(2 * std::sqrt(std::acos(-1.0))), kInf, 0.5 * std::log(std::acos(-1.0)), 0},
+       1e-15},
+      {UnaryOp::digamma, 0, 0, {kNan, 2 - kEuler - 2 * std::log(2.0), -kInf, -kEuler - 2 * std::log(2.0), 1 - kEuler},
+       1e-14},
   };
   ASSERT_EQ(cases.size(), std::size(kUnaryOps));
   for (Device dev : {Device::cpu(), Device::reference()}) {
@@ -436,7 +470,8 @@ TEST(Kernels, UnaryKnownValues) {
         } else if (std::isinf(c.expected[i])) {
           EXPECT_EQ(got[i], c.expected[i]) << unary_name(c.op) << " " << i;
         } else {
-          EXPECT_NEAR(got[i], c.expected[i], 1e-15) << unary_name(c.op) << " " << i << " on " << to_string(dev);
+          const double tol = c.rtol == 0.0 ? 1e-15 : c.rtol * std::max(std::abs(c.expected[i]), 1.0);
+          EXPECT_NEAR(got[i], c.expected[i], tol) << unary_name(c.op) << " " << i << " on " << to_string(dev);
         }
       }
     }
@@ -476,6 +511,9 @@ std::pair<std::vector<double>, std::vector<double>> binary_values(BinaryOp op, D
     return {draw(na, d == Dtype::uint8 ? 0.0 : -3.0, 4.0, seed, true), draw(nb, 0.0, 5.0, seed + 1, true)};
   }
   if (op == BinaryOp::pow) return {draw(na, 0.1, 3.0, seed), draw(nb, -2.0, 2.0, seed + 1)};
+  // polygamma's order is whole; zeta's exponent above 1; negative x reach both reflections.
+  if (op == BinaryOp::polygamma) return {draw(na, 0.0, 4.0, seed, true), draw(nb, -3.0, 5.0, seed + 1)};
+  if (op == BinaryOp::zeta) return {draw(na, 1.0, 6.0, seed), draw(nb, -3.0, 5.0, seed + 1)};
   auto a = typical(d, na, seed), b = typical(d, nb, seed + 1);
   if (is_floating(d)) {
     const double specials[] = {kNan, kInf, -kInf, 0.0, 2.0};
@@ -505,7 +543,7 @@ TEST(Kernels, BinaryEveryOpDtypeAndLayout) {
   };
   for (BinaryOp op : kBinaryOps) {
     const bool cmp = op >= BinaryOp::eq;
-    for (Dtype d : kAllDtypes) {
+    for (Dtype d : is_floating_only(op) ? kFloatDtypes : kAllDtypes) {
       for (const auto& c : combos) {
         for (const Shape& shape : {kSmall, Shape{}, Shape{2, 0, 3}}) {
           auto [va, vb] = binary_values(op, d, c.a->base(shape).numel(), c.b->base(shape).numel(), 13);
@@ -530,6 +568,7 @@ TEST(Kernels, BinaryKnownValues) {
   struct Case {
     BinaryOp op;
     std::vector<double> expected;
+    bool rounded = false;  // a transcendental value: compared within the dtype's precision
   };
   const std::vector<Case> cases = {
       {BinaryOp::add, {10, -5, 4, kNan, kNan}},
@@ -539,6 +578,12 @@ TEST(Kernels, BinaryKnownValues) {
       {BinaryOp::pow, {1296, 49, 4, kNan, kNan}},
       {BinaryOp::maximum, {6, 2, 2, kNan, kNan}},
       {BinaryOp::minimum, {4, -7, 2, kNan, kNan}},
+      {BinaryOp::arctan2, {std::atan2(6.0, 4.0), std::atan2(-7.0, 2.0), std::atan(1.0), kNan, kNan}, true},
+      {BinaryOp::fmod, {2, -1, 0, kNan, kNan}},
+      // polygamma(6, 4) = -6! zeta(7, 4); polygamma(2, 2) = -2 (zeta(3) - 1); negative orders are NaN.
+      {BinaryOp::polygamma, {-0.05726160798855055, kNan, -0.4041138063191886, kNan, kNan}, true},
+      // zeta(6, 4) = pi^6 / 945 - 1 - 2^-6 - 3^-6; zeta(2, 2) = pi^2 / 6 - 1; NaN below 1.
+      {BinaryOp::zeta, {0.0003463198719662865, kNan, 0.6449340668482264, kNan, kNan}, true},
       {BinaryOp::eq, {0, 0, 1, 0, 0}},
       {BinaryOp::ne, {1, 1, 0, 1, 1}},
       {BinaryOp::lt, {0, 1, 0, 0, 0}},
@@ -558,6 +603,10 @@ TEST(Kernels, BinaryKnownValues) {
           for (std::size_t i = 0; i < got.size(); ++i) {
             if (std::isnan(c.expected[i])) {
               EXPECT_TRUE(std::isnan(got[i])) << binary_name(c.op) << " " << i;
+            } else if (c.rounded) {
+              const double rtol = d == Dtype::float64 ? 1e-14 : d == Dtype::float32 ? 1e-6 : 1e-3;
+              EXPECT_NEAR(got[i], c.expected[i], rtol * std::abs(c.expected[i]))
+                  << binary_name(c.op) << " " << i << " " << dtype_name(d) << " on " << to_string(dev);
             } else {
               EXPECT_EQ(got[i], c.expected[i])
                   << binary_name(c.op) << " " << i << " " << dtype_name(d) << " on " << to_string(dev);
@@ -586,9 +635,70 @@ TEST(Kernels, BinaryKnownValues) {
   }
 }
 
+TEST(Kernels, FloatingBinaryOpsRejectIntegers) {
+  for (BinaryOp op : kBinaryOps) {
+    if (!is_floating_only(op)) continue;
+    for (Dtype d : {Dtype::int32, Dtype::int64, Dtype::uint8, Dtype::bool_}) {
+      for (Device dev : {Device::cpu(), Device::reference()}) {
+        Array a = Array::ones({3}, d, dev), out = Array::empty({3}, d, dev);
+        EXPECT_THROW(get_backend(dev).kernels().binary(op, a, a, out), DtypeError) << binary_name(op) << " " << dtype_name(d);
+      }
+    }
+  }
+}
+
 TEST(Kernels, BinaryRejectsMismatchedOutputDtype) {
   Array a = Array::ones({3}), b = Array::ones({3}), out = Array::empty({3}, Dtype::float64);
   EXPECT_THROW(cpu_kernels().binary(BinaryOp::add, a, b, out), DtypeError);
+}
+
+// ---- scan ----------------------------------------------------------------------------------------
+
+TEST(Kernels, ScanEveryOpAxisAndLayout) {
+  for (ScanOp op : {ScanOp::sum, ScanOp::prod, ScanOp::linear}) {
+    for (Dtype d : kFloatDtypes) {
+      for (const Layout* layout : {&kContiguous, &kTransposed, &kStrided, &kBroadcast, &kReversed}) {
+        for (const Shape& shape : {kSmall, Shape{2, 0, 3}, Shape{1, 1, 1}}) {
+          for (int64_t axis = 0; axis < 3; ++axis) {
+            for (bool reverse : {false, true}) {
+              // Values near 1 keep long products finite.
+              const int64_t n = layout->base(shape).numel();
+              Pair x = make_input(*layout, shape, d, draw(n, 0.5, 1.5, 21));
+              Pair a = op == ScanOp::linear ? make_input(kTransposed, shape, d, draw(shape.numel(), -1.0, 1.0, 22))
+                                            : Pair{};
+              Pair out = make_output(layout == &kTransposed ? kStrided : kContiguous, shape, d);
+              cpu_kernels().scan(op, x.cpu, a.cpu, axis, reverse, out.cpu);
+              ref_kernels().scan(op, x.ref, a.ref, axis, reverse, out.ref);
+              expect_same(out, rtol_for(d),
+                          "scan " + std::to_string(static_cast<int>(op)) + " axis " + std::to_string(axis) +
+                              (reverse ? " reversed " : " ") + describe(layout->name, shape, d));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Kernels, ScanKnownValues) {
+  for (Device dev : {Device::cpu(), Device::reference()}) {
+    const Array x = Array::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}).to(dev);
+    const Array a = Array::from_vector<double>({2, 2, 2, 0.5, 0.5, 0.5}, {2, 3}).to(dev);
+    auto run = [&](ScanOp op, int64_t axis, bool reverse) {
+      Array out = Array::empty({2, 3}, Dtype::float64, dev);
+      get_backend(dev).kernels().scan(op, x, op == ScanOp::linear ? a : Array(), axis, reverse, out);
+      return out.to_vector<double>();
+    };
+    EXPECT_EQ(run(ScanOp::sum, 1, false), (std::vector<double>{1, 3, 6, 4, 9, 15}));
+    EXPECT_EQ(run(ScanOp::sum, 0, false), (std::vector<double>{1, 2, 3, 5, 7, 9}));
+    EXPECT_EQ(run(ScanOp::sum, 1, true), (std::vector<double>{6, 5, 3, 15, 11, 6}));
+    EXPECT_EQ(run(ScanOp::prod, 1, false), (std::vector<double>{1, 2, 6, 4, 20, 120}));
+    EXPECT_EQ(run(ScanOp::prod, 0, true), (std::vector<double>{4, 10, 18, 4, 5, 6}));
+    // out[i] = x[i] + a[i] * out[i - 1]: 1, 2 + 2 * 1, 3 + 2 * 4; 4, 5 + 0.5 * 4, 6 + 0.5 * 7.
+    EXPECT_EQ(run(ScanOp::linear, 1, false), (std::vector<double>{1, 4, 11, 4, 7, 9.5}));
+    // From the end: 3, 2 + 2 * 3, 1 + 2 * 8; 6, 5 + 0.5 * 6, 4 + 0.5 * 8.
+    EXPECT_EQ(run(ScanOp::linear, 1, true), (std::vector<double>{17, 8, 3, 8, 8, 6}));
+  }
 }
 
 // ---- reduce --------------------------------------------------------------------------------------
@@ -807,6 +917,22 @@ TEST_P(KernelsThreads, Unary) {
     run(op, p0, p1, Dtype::bfloat16, kStrided, kContiguous);
     run(op, p0, p1, Dtype::float64, kTransposed, kStrided);
     run(op, p0, p1, Dtype::float32, kBroadcast, kTransposed);
+  }
+}
+
+TEST_P(KernelsThreads, Scan) {
+  // The other axes' runs are split among threads once they hold kParallelGrain / n scans.
+  for (ScanOp op : {ScanOp::sum, ScanOp::prod, ScanOp::linear}) {
+    for (const Layout* layout : {&kContiguous, &kTransposed}) {
+      for (int64_t axis = 0; axis < 3; ++axis) {
+        Pair x = make_input(*layout, kBig, Dtype::float32, draw(kBig.numel(), 0.5, 1.5, 31));
+        Pair a = make_input(kContiguous, kBig, Dtype::float32, draw(kBig.numel(), -1.0, 1.0, 32));
+        Pair out = make_output(kContiguous, kBig, Dtype::float32);
+        cpu_kernels().scan(op, x.cpu, a.cpu, axis, axis == 1, out.cpu);
+        ref_kernels().scan(op, x.ref, a.ref, axis, axis == 1, out.ref);
+        expect_same(out, rtol_for(Dtype::float32), "scan axis " + std::to_string(axis) + " " + layout->name);
+      }
+    }
   }
 }
 

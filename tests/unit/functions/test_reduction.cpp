@@ -14,6 +14,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/testing/gradient_check.h"
+#include "tests/unit/functions/conformance.h"
 #include "tests/unit/test_util.h"
 
 using namespace rensa;
@@ -508,4 +509,103 @@ TEST(ReductionErrors, DtypesAndShapes) {
   for (const auto& r : reductions()) expect_error<ValueError>([&] { r.fn(null, {}, false); }, {r.name});
   expect_error<ValueError>([&] { F::argmax(null); }, {"argmax"});
   expect_error<ValueError>([&] { F::sum_to(null, {}); }, {"sum_to"});
+}
+
+// ---- prod and batch_l2_norm_squared -------------------------------------------------------------
+
+namespace {
+// Uniform inputs with every fourth element exactly 0: prod's gradient must not divide by x.
+Array prod_input_with_zeros(std::size_t, const Shape& shape, Dtype dtype, uint64_t seed) {
+  auto v = randu(shape, 0.5, 1.5, Dtype::float64, seed).to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); i += 4) v[i] = 0.0;
+  return Array::from_vector(v, shape).astype(dtype);
+}
+}  // namespace
+
+TEST(Prod, Conforms) {
+  using rensa::test::FunctionCase;
+  using rensa::test::unary_fn;
+  const std::vector<FunctionCase> cases = {
+      {.name = "prod_all", .f = unary_fn([](const Variable& x) { return F::prod(x); }), .shapes = {{2, 3}}, .lo = 0.5,
+       .hi = 1.5, .big_leading = 2},
+      {.name = "prod_axis1", .f = unary_fn([](const Variable& x) { return F::prod(x, {1}); }), .shapes = {{3, 4}},
+       .lo = -1.5, .hi = 1.5},
+      {.name = "prod_axes_keepdims",
+       .f = unary_fn([](const Variable& x) { return F::prod(x, {0, 2}, true); }),
+       .shapes = {{2, 3, 4}},
+       .lo = 0.5,
+       .hi = 1.5,
+       .big_leading = 2},
+      {.name = "prod_zeros",
+       .f = unary_fn([](const Variable& x) { return F::prod(x, {-1}); }),
+       .shapes = {{3, 5}},
+       .make_input = prod_input_with_zeros},
+      {.name = "batch_l2_norm_squared", .f = unary_fn(F::batch_l2_norm_squared), .shapes = {{3, 2, 4}}},
+  };
+  for (const auto& c : cases) rensa::test::expect_conforms(c);
+}
+
+TEST(Prod, KnownValues) {
+  const Variable x(Array::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  EXPECT_EQ(F::prod(x).array().to_vector<double>(), (std::vector<double>{720}));
+  EXPECT_EQ(F::prod(x, {0}).array().to_vector<double>(), (std::vector<double>{4, 10, 18}));
+  EXPECT_EQ(F::prod(x, {1}, true).shape(), (Shape{2, 1}));
+  EXPECT_EQ(F::prod(Variable(Array::zeros({0, 3})), {0}).array().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  // The gradient is the product of the other elements, also where x has zeros.
+  Variable z(Array::from_vector<double>({2, 0, 3, 0, 0, 5}, {2, 3}), true);
+  F::sum(F::prod(z, {1})).backward();
+  EXPECT_EQ(z.grad().array().to_vector<double>(), (std::vector<double>{0, 6, 0, 0, 0, 0}));
+  EXPECT_EQ(F::batch_l2_norm_squared(Variable(Array::from_vector<double>({3, 4, 1, 2}, {2, 1, 2}))).array().to_vector<double>(),
+            (std::vector<double>{25, 5}));
+  EXPECT_EQ(F::batch_l2_norm_squared(Variable(Array::zeros({0, 3}))).shape(), (Shape{0}));
+}
+
+TEST(Prod, Errors) {
+  expect_error<DtypeError>([] { F::prod(Variable(Array::ones({2, 3}, Dtype::int32))); }, {"prod", "int32", "(2, 3)"});
+  expect_error<IndexError>([] { F::prod(Variable(Array::ones({2, 3})), {2}); }, {"prod", "axis 2"});
+  expect_error<IndexError>([] { F::prod(Variable(Array::ones({2, 3})), {1, -1}); }, {"prod", "repeated"});
+  expect_error<ShapeError>([] { F::batch_l2_norm_squared(Variable(Array::ones({3}))); },
+                           {"batch_l2_norm_squared", "(3,)"});
+  expect_error<DtypeError>([] { F::batch_l2_norm_squared(Variable(Array::ones({3, 2}, Dtype::int64))); },
+                           {"batch_l2_norm_squared", "int64"});
+}
+
+TEST(Average, Conforms) {
+  using rensa::test::FunctionCase;
+  const std::vector<FunctionCase> cases = {
+      {.name = "average_axis1",
+       .f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::average(v[0], {1}, v[1])}; },
+       .shapes = {{3, 4}, {4}},
+       .lo = 0.5,
+       .hi = 2.0,
+      },
+      {.name = "average_all",
+       .f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::average(v[0], {}, v[1], true)}; },
+       .shapes = {{3, 4}, {3, 4}},
+       .lo = 0.5,
+       .hi = 2.0,
+       .size_zero = false,  // no weights: 0 / 0
+       .big_leading = 3},
+  };
+  for (const auto& c : cases) rensa::test::expect_conforms(c);
+}
+
+TEST(Average, KnownValues) {
+  const Variable x(Array::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  const Variable w(Array::from_vector<double>({1, 0, 3}));
+  EXPECT_EQ(F::average(x, {1}, w).array().to_vector<double>(), (std::vector<double>{2.5, 5.5}));
+  EXPECT_EQ(F::average(x, {-1}, w, true).shape(), (Shape{2, 1}));
+  EXPECT_EQ(F::average(x).array().to_vector<double>(), (std::vector<double>{3.5}));  // the mean
+  const Variable wx(Array::from_vector<double>({0, 0, 0, 0, 0, 2}, {2, 3}));
+  EXPECT_EQ(F::average(x, {}, wx).array().to_vector<double>(), (std::vector<double>{6}));
+}
+
+TEST(Average, Errors) {
+  const Variable x(Array::ones({2, 3}));
+  expect_error<ShapeError>([&] { F::average(x, {1}, Variable(Array::ones({2}))); }, {"average", "(2,)", "(2, 3)"});
+  expect_error<ShapeError>([&] { F::average(x, {}, Variable(Array::ones({3}))); }, {"average", "(3,)", "(2, 3)"});
+  expect_error<ValueError>([&] { F::average(x, {0, 1}, Variable(Array::ones({2, 3}))); }, {"average", "several axes"});
+  expect_error<DtypeError>([&] { F::average(x, {1}, Variable(Array::ones({3}, Dtype::float64))); },
+                           {"average", "float32", "float64"});
+  expect_error<IndexError>([&] { F::average(x, {2}, Variable(Array::ones({3}))); }, {"average", "axis 2"});
 }
