@@ -4,6 +4,7 @@
 /// the Trainer and its extensions.
 
 #include "rensa/links/activation.h"
+#include "rensa/links/bias_scale.h"
 #include "rensa/links/classifier.h"
 #include "rensa/links/convolution_2d.h"
 #include "rensa/links/embed_id.h"

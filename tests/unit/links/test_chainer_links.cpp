@@ -156,3 +156,27 @@ TEST(ChainerLinks, Errors) {
   L::PReLU prelu(Shape{4});
   expect_error<ShapeError>([&] { prelu(Variable(randn({2, 3}, Dtype::float32))); }, {"prelu", "W (4,)", "(2, 3)"});
 }
+
+TEST(ChainerLinks, BiasAndScale) {
+  auto guard = using_config("dtype", Dtype::float64);
+  const Variable x(arr({2, 3, 2}, 0.1));
+  L::Bias bias(1, Shape{3});
+  bias.b().array().assign(arr({3}, 0.5));
+  expect_vec(bias(x).array(), F::bias(x, bias.b(), 1).array().to_vector<double>());
+  EXPECT_EQ(param_names(bias), (std::vector<std::string>{"/b"}));
+  L::Bias given;
+  expect_vec(given({x, Variable(arr({3, 2}, 0.2))}).array(),
+             F::add(x, F::broadcast_to(Variable(arr({1, 3, 2}, 0.2)), {2, 3, 2})).array().to_vector<double>());
+  L::Scale scale(1, Shape{3}, true);
+  scale.W().array().assign(arr({3}, 0.7));
+  EXPECT_EQ(param_names(scale), (std::vector<std::string>{"/W", "/bias/b"}));
+  expect_vec(scale(x).array(), F::scale(x, scale.W(), 1).array().to_vector<double>());  // bias starts at 0
+  L::Scale given_w(1, std::nullopt, true, Shape{3});
+  const Variable y = given_w({x, Variable(arr({3}, 0.3))});
+  EXPECT_EQ(y.shape(), x.shape());
+  F::sum(y).backward();
+  EXPECT_FALSE(given_w.namedparams()[0].second.grad().is_null());
+  expect_error<ValueError>([] { L::Scale(1, std::nullopt, true); }, {"Scale", "bias_shape"});
+  expect_error<ValueError>([&] { given(x); }, {"Bias", "two inputs"});
+  expect_error<ValueError>([&] { bias({x, x}); }, {"Bias", "got 2"});
+}
