@@ -8,4 +8,7 @@ namespace rensa::backends::host {
 void select_item(const Array& x, const Array& t, const Array& y);
 /// gx = 0; gx[i, t[i]] = gy[i].
 void scatter_item(const Array& gy, const Array& t, const Array& gx);
+/// IndexError unless every element of idx (1-d int64, host memory) lies in [0, n); `op` names the
+/// kernel (take, scatter_add).
+void check_indices(const Array& idx, int64_t n, const char* op);
 }  // namespace rensa::backends::host
