@@ -105,8 +105,8 @@ struct KernelTable {
   /// outside [0, N).
   void (*take)(const Array& x, const Array& idx, const Array& y) = nullptr;
   /// y (A, N, B) += x (A, M, B) scattered along axis 1: y[a, idx[m], b] += x[a, m, b], repeated
-  /// indices accumulating in order of m; idx (M,) int64; one dtype, x any strides, y contiguous.
-  /// IndexError (before writing) when an index is outside [0, N).
+  /// indices accumulating in order of m (16-bit floats in float, rounded once); idx (M,) int64; one
+  /// dtype, x any strides, y contiguous. IndexError (before writing) when an index is outside [0, N).
   void (*scatter_add)(const Array& x, const Array& idx, const Array& y) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----

@@ -41,15 +41,17 @@ void scatter_add(const Array& x, const Array& idx, const Array& y) {
     using C = compute_t<T>;
     const T* px = static_cast<const T*>(x.raw_data());
     T* py = static_cast<T*>(y.raw_data());
+    host::with_compute_buffer(py, y.size(), [&](C* acc) {
 #pragma omp parallel for schedule(static) if (A * M * B >= kParallelGrain)
-    for (int64_t job = 0; job < A * blocks; ++job) {
-      const int64_t a = job / blocks, b0 = (job % blocks) * kBlock, b1 = std::min(B, b0 + kBlock);
-      for (int64_t m = 0; m < M; ++m) {
-        const T* src = px + a * s0 + m * s1;
-        T* dst = py + (a * N + ip[m * si]) * B;
-        for (int64_t b = b0; b < b1; ++b) dst[b] = T(C(dst[b]) + C(src[b * s2]));
+      for (int64_t job = 0; job < A * blocks; ++job) {
+        const int64_t a = job / blocks, b0 = (job % blocks) * kBlock, b1 = std::min(B, b0 + kBlock);
+        for (int64_t m = 0; m < M; ++m) {
+          const T* src = px + a * s0 + m * s1;
+          C* dst = acc + (a * N + ip[m * si]) * B;
+          for (int64_t b = b0; b < b1; ++b) dst[b] += C(src[b * s2]);
+        }
       }
-    }
+    });
   });
 }
 

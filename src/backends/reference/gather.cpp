@@ -27,18 +27,20 @@ void take(const Array& x, const Array& idx, const Array& y) {
 
 void scatter_add(const Array& x, const Array& idx, const Array& y) {
   host::check_indices(idx, y.shape()[1], "scatter_add");
+  const int64_t N = y.shape()[1], B = y.shape()[2];
   dispatch(y.dtype(), [&]<class T>() {
     using C = compute_t<T>;
     const T* px = static_cast<const T*>(x.raw_data());
-    T* py = static_cast<T*>(y.raw_data());
-    for (int64_t a = 0; a < x.shape()[0]; ++a) {
-      for (int64_t m = 0; m < x.shape()[1]; ++m) {
-        for (int64_t b = 0; b < x.shape()[2]; ++b) {
-          T& dst = py[a * y.strides()[0] + index_at(idx, m) * y.strides()[1] + b * y.strides()[2]];
-          dst = T(C(dst) + C(px[a * x.strides()[0] + m * x.strides()[1] + b * x.strides()[2]]));
+    host::with_compute_buffer(static_cast<T*>(y.raw_data()), y.size(), [&](C* acc) {
+      for (int64_t a = 0; a < x.shape()[0]; ++a) {
+        for (int64_t m = 0; m < x.shape()[1]; ++m) {
+          for (int64_t b = 0; b < B; ++b) {
+            acc[(a * N + index_at(idx, m)) * B + b] +=
+                C(px[a * x.strides()[0] + m * x.strides()[1] + b * x.strides()[2]]);
+          }
         }
       }
-    }
+    });
   });
 }
 
