@@ -33,4 +33,5 @@
 #include "rensa/functions/embed_id.h"
 #include "rensa/functions/forget.h"
 #include "rensa/functions/sequence.h"
+#include "rensa/functions/spatial_transformer.h"
 #include "rensa/training.h"
