@@ -107,6 +107,21 @@ TEST(ArrayIndexing, KernelsCpuMatchReferenceInEveryFloatDtype) {
   }
 }
 
+TEST(ArrayIndexing, KernelsRejectIndicesOutOfRangeBeforeWriting) {
+  for (Device device : {Device::cpu(), Device::reference()}) {
+    SCOPED_TRACE(device);
+    const KernelTable& k = get_backend(device).kernels();
+    const Array x = Array::ones({2, 3, 4}, Dtype::float32, device);
+    const Array y = Array::zeros({2, 2, 4}, Dtype::float32, device);
+    const Array bad = Array::from_vector<int64_t>({0, 3}, device);
+    expect_error<IndexError>([&] { k.take(x, bad, y); }, {"take", "index 3", "position 1", "[0, 3)"});
+    expect_error<IndexError>([&] { k.scatter_add(y, Array::from_vector<int64_t>({-1, 0}, device), x); },
+                             {"scatter_add", "index -1", "[0, 3)"});
+    EXPECT_EQ(x.to(Device::cpu()).to_vector<float>(), std::vector<float>(24, 1.0f));  // untouched
+    EXPECT_EQ(y.to(Device::cpu()).to_vector<float>(), std::vector<float>(16, 0.0f));
+  }
+}
+
 TEST(ArrayIndexing, Errors) {
   const Array x = Array::zeros({3, 4});
   expect_error<ShapeError>([&] { F::permutate(x, ints({0, 1})); }, {"permutate", "(2,)", "(3, 4)"});

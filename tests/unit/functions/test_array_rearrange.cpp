@@ -33,6 +33,9 @@ std::vector<FunctionCase> cases() {
       {"repeat_counts", unary_fn([](const Variable& x) { return F::repeat(x, {1, 0, 3, 2}, 1); }), {{3, 4}}},
       {"repeat_flat", unary_fn([](const Variable& x) { return F::repeat(x, 2); }), {{3, 4}}},
       {"flip", unary_fn([](const Variable& x) { return F::flip(x, -1); }), {{3, 4}}},
+      // Negative strides through the cpu loops: the reversed view meets x in one elementwise op.
+      {"flip_then_mul", unary_fn([](const Variable& x) { return F::mul(F::flip(x, 0), F::exp(F::flip(x, 1))); }),
+       {{3, 4}}},
       {"fliplr", unary_fn([](const Variable& x) { return F::fliplr(x); }), {{3, 4, 2}}},
       {"flipud", unary_fn([](const Variable& x) { return F::flipud(x); }), {{3, 4}}},
       {"rollaxis", unary_fn([](const Variable& x) { return F::rollaxis(x, 2, 0); }), {{3, 4, 5}}},
