@@ -91,6 +91,42 @@ Variable scatter_add(const Variable& a, const Array& indices, const Variable& b,
   return detail::scatter_add_axis("scatter_add", a, Array::from_vector(idx, a.device()), reshape(b, flat), axis);
 }
 
+Variable get_item(const Variable& x, const Array& indices, int64_t axis) {
+  check_not_null("get_item", x);
+  RENSA_CHECK(!indices.is_null(), ValueError, "get_item: indices are null");
+  axis = axis_of("get_item", axis, x.ndim(), x.shape());
+  const auto ax = static_cast<std::size_t>(axis);
+  const int64_t n = x.shape()[ax];
+  std::vector<int64_t> idx;
+  Shape index_shape;
+  if (indices.dtype() == Dtype::bool_) {
+    RENSA_CHECK(indices.ndim() == 1 && indices.size() == n, IndexError, "get_item: a bool mask of shape ",
+                indices.shape(), " does not match axis ", axis, " of x ", x.shape());
+    const std::vector<uint8_t> mask = indices.to(Device::cpu()).to_vector<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (mask[static_cast<std::size_t>(i)] != 0) idx.push_back(i);
+    }
+    index_shape = Shape{static_cast<int64_t>(idx.size())};
+  } else {
+    idx = host_indices("get_item", indices);
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      RENSA_CHECK(idx[i] >= -n && idx[i] < n, IndexError, "get_item: index ", idx[i], " at position ", i,
+                  " is out of range for axis ", axis, " of x ", x.shape());
+      if (idx[i] < 0) idx[i] += n;
+    }
+    index_shape = indices.shape();
+  }
+  Shape out;
+  for (std::size_t d = 0; d < x.shape().size(); ++d) {
+    if (d != ax) {
+      out.push_back(x.shape()[d]);
+      continue;
+    }
+    for (int64_t e : index_shape) out.push_back(e);
+  }
+  return reshape(detail::take("get_item", x, Array::from_vector(idx, x.device()), axis), out);
+}
+
 Variable as_strided(const Variable& x, const Shape& shape, const Shape& strides, int64_t storage_offset) {
   check_not_null("as_strided", x);
   RENSA_CHECK(shape.size() == strides.size(), ValueError, "as_strided: shape ", shape, " and strides ", strides,

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Moving elements by index (Chainer's permutate, scatter_add, as_strided). Index arrays are int32
+/// Moving elements by index (Chainer's permutate, scatter_add, as_strided, and get_item with an
+/// index array or a mask). Index arrays are int32
 /// or int64 on any device (DtypeError otherwise); they are read on the host to be checked. A null
 /// input throws ValueError; an axis out of range, IndexError naming the function and x's shape.
 
@@ -27,6 +28,14 @@ Variable scatter_add(const Variable& a, const std::vector<Index>& slices, const 
 /// shape a.shape[:axis] + indices.shape + a.shape[axis + 1:] (ShapeError otherwise); IndexError for
 /// an index outside [-n, n) of an axis of extent n.
 Variable scatter_add(const Variable& a, const Array& indices, const Variable& b, int64_t axis = 0);
+
+/// NumPy's advanced indexing along one axis (Chainer's get_item with an index array):
+/// x[:, ..., :, indices] with `axis` full slices first. Integer indices (int32/int64, any shape,
+/// negative ones counting from the end) give x.shape[:axis] + indices.shape + x.shape[axis + 1:];
+/// a 1-d bool mask selects the positions where it is true. IndexError for an index outside
+/// [-n, n) or a mask whose length is not the axis's extent n. The gradient adds back (repeated
+/// indices accumulate).
+Variable get_item(const Variable& x, const Array& indices, int64_t axis = 0);
 
 /// A view of x with `shape` and `strides`, as Chainer's as_strided: strides and storage_offset are
 /// in elements, and the buffer they index is x's elements in row-major order (x's own strides are

@@ -52,6 +52,13 @@ std::vector<FunctionCase> cases() {
          return F::scatter_add(a, Array::from_vector<int64_t>({1, 1, 0, 2}, Shape{2, 2}), b, 1);
        }),
        {{3, 3}, {3, 2, 2}}},
+      {"get_item_indices",
+       unary_fn([](const Variable& x) { return F::get_item(x, Array::from_vector<int64_t>({2, -1, 0, 2}, Shape{2, 2}), 1); }),
+       {{3, 4}}},
+      {"get_item_mask", unary_fn([](const Variable& x) {
+         return F::get_item(x, Array::from_vector(std::vector<bool>{true, false, false, true}), -1);
+       }),
+       {{3, 4}}},
       strided,
       strided_negative,
   };
@@ -71,6 +78,12 @@ TEST(ArrayIndexing, KnownValues) {
   EXPECT_EQ(values(F::scatter_add(Array::zeros({3, 2}, Dtype::float64), {1}, iota({2}))),
             (std::vector<double>{0, 0, 0, 1, 0, 0}));
   EXPECT_EQ(values(F::as_strided(iota({4}), Shape{3, 2}, Shape{1, 1})), (std::vector<double>{0, 1, 1, 2, 2, 3}));
+  const Variable picked = F::get_item(x, ints({2, -3, 2}));
+  EXPECT_EQ(picked.shape(), (Shape{3, 2}));
+  EXPECT_EQ(values(picked), (std::vector<double>{4, 5, 0, 1, 4, 5}));
+  EXPECT_EQ(values(F::get_item(x, Array::from_vector(std::vector<bool>{false, true}), 1)),
+            (std::vector<double>{1, 3, 5}));
+  EXPECT_EQ(F::get_item(x, Array::zeros({2, 0}, Dtype::int32), 1).shape(), (Shape{3, 2, 0}));
 }
 
 TEST(ArrayIndexing, AsStridedGradientAddsOverlaps) {
@@ -138,6 +151,10 @@ TEST(ArrayIndexing, Errors) {
                            {"scatter_add", "index 4", "axis 1", "(3, 4)"});
   expect_error<ShapeError>([&] { F::scatter_add(x, ints({0, 1}), Array::zeros({3, 3}), 1); },
                            {"scatter_add", "(3, 3)", "(3, 2)", "(3, 4)"});
+  expect_error<IndexError>([&] { F::get_item(x, ints({3}), 0); }, {"get_item", "index 3", "axis 0", "(3, 4)"});
+  expect_error<IndexError>([&] { F::get_item(x, Array::zeros({3}, Dtype::bool_), 1); },
+                           {"get_item", "mask", "(3,)", "axis 1", "(3, 4)"});
+  expect_error<DtypeError>([&] { F::get_item(x, Array::zeros({3})); }, {"get_item", "float32"});
   expect_error<ValueError>([&] { F::as_strided(x, Shape{3, 4}, Shape{1}); }, {"as_strided", "(3, 4)", "(1,)"});
   expect_error<ValueError>([&] { F::as_strided(x, Shape{3, 4}, Shape{4, 1}, 1); },
                            {"as_strided", "element 12", "(3, 4)", "12 elements"});
