@@ -1,9 +1,9 @@
 #pragma once
 /// \file
 /// Moving elements by index (Chainer's permutate, scatter_add, as_strided, and get_item with an
-/// index array or a mask). Index arrays are int32
-/// or int64 on any device (DtypeError otherwise); they are read on the host to be checked. A null
-/// input throws ValueError; an axis out of range, IndexError naming the function and x's shape.
+/// index array or a mask). Index arrays are int32 or int64 on any device (DtypeError otherwise);
+/// they are read on the host to be checked. A null input throws ValueError; an axis out of range,
+/// IndexError naming the function and x's shape.
 
 #include <cstdint>
 #include <vector>
