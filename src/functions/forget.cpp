@@ -54,9 +54,15 @@ std::vector<Variable> forget(const ForgetFunction& func, const std::vector<Varia
     }
     RENSA_CHECK(recomputed.size() == ctx.num_outputs(), ValueError, "forget: func returned ", recomputed.size(),
                 " outputs when recomputed, ", ctx.num_outputs(), " the first time");
-    std::vector<Variable> gys;
-    for (std::size_t i = 0; i < ctx.num_outputs(); ++i) gys.push_back(ctx.grad_output(i));
-    std::vector<Variable> gxs = grad(recomputed, inputs, gys);
+    // Outputs without a graph behind them (constants) contribute no gradient.
+    std::vector<Variable> outs, gys;
+    for (std::size_t i = 0; i < ctx.num_outputs(); ++i) {
+      if (recomputed[i].creator() == nullptr && !recomputed[i].requires_grad()) continue;
+      outs.push_back(recomputed[i]);
+      gys.push_back(ctx.grad_output(i));
+    }
+    std::vector<Variable> gxs(inputs.size());
+    if (!outs.empty()) gxs = grad(outs, inputs, gys);
     for (std::size_t i = 0; i < gxs.size(); ++i) {
       if (!ctx.needs_grad(i)) gxs[i] = Variable();
     }

@@ -49,6 +49,16 @@ TEST(Forget, MatchesTheFunctionAndRecomputesInBackward) {
   EXPECT_TRUE(allclose(y.grad().array(), y2.grad().array(), 1e-12, 1e-12));
 }
 
+TEST(Forget, OutputsThatDoNotDependOnTheInputs) {
+  Variable x(randn({2, 2}), true);
+  auto f = [](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::mul(v[0], 3.0), Variable(Array::ones({2}, Dtype::float64))};
+  };
+  const auto ys = F::forget(f, {x});
+  F::sum(F::add(F::sum(ys[0]), F::sum(ys[1]))).backward();
+  EXPECT_EQ(x.grad().array().to_vector<double>(), std::vector<double>(4, 3.0));
+}
+
 TEST(Forget, Errors) {
   const Variable x(randn({2, 2}), true);
   expect_error<ValueError>([&] { F::forget(nullptr, {x}); }, {"forget", "empty"});
