@@ -1,5 +1,5 @@
-// pad_sequence and transpose_sequence: one recorded node each over the whole list of sequences,
-// with gradients written with get_item and transpose_sequence itself.
+// pad_sequence (one recorded node over the list, gradients by get_item) and transpose_sequence (a
+// composite of concat, a gather and split_axis).
 #include "rensa/functions/sequence.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 
 #include "rensa/functions/array_ops.h"
 #include "src/functions/arg_checks.h"
+#include "src/functions/gather.h"
 #include "src/functions/record_list.h"
 
 namespace rensa::functions {
@@ -29,31 +30,6 @@ Shape checked_unit(const char* op, const std::vector<Variable>& xs) {
                 detail::shapes_text(xs));
   }
   return unit;
-}
-
-// `count` outputs: output t holds row t of every sequence longer than t. Lengths non-increasing.
-std::vector<Variable> transpose_n(const std::vector<Variable>& xs, int64_t count, const Shape& unit, Dtype dtype,
-                                  Device device) {
-  std::vector<Array> outs;
-  for (int64_t t = 0; t < count; ++t) {
-    int64_t rows = 0;
-    while (rows < static_cast<int64_t>(xs.size()) && xs[static_cast<std::size_t>(rows)].shape()[0] > t) ++rows;
-    Shape shape = unit;
-    shape.insert(0, rows);
-    Array y = Array::empty(shape, dtype, device);
-    for (int64_t i = 0; i < rows; ++i) {
-      y.slice(0, i, i + 1).assign(xs[static_cast<std::size_t>(i)].array().slice(0, t, t + 1));
-    }
-    outs.push_back(std::move(y));
-  }
-  if (outs.empty()) return {};
-  const auto n_in = static_cast<int64_t>(xs.size());
-  return detail::record_list("transpose_sequence", xs, std::move(outs),
-                             [n_in, unit, dtype, device](const BackwardContext& ctx) {
-                               std::vector<Variable> gys;
-                               for (std::size_t t = 0; t < ctx.num_outputs(); ++t) gys.push_back(ctx.grad_output(t));
-                               return transpose_n(gys, n_in, unit, dtype, device);
-                             });
 }
 
 }  // namespace
@@ -89,13 +65,26 @@ Variable pad_sequence(const std::vector<Variable>& xs, std::optional<int64_t> le
 
 std::vector<Variable> transpose_sequence(const std::vector<Variable>& xs) {
   if (xs.empty()) return {};
-  const Shape unit = checked_unit("transpose_sequence", xs);
+  checked_unit("transpose_sequence", xs);
   for (std::size_t i = 1; i < xs.size(); ++i) {
     RENSA_CHECK(xs[i].shape()[0] <= xs[i - 1].shape()[0], ValueError,
                 "transpose_sequence: sequences must be sorted longest first, but sequence ", i, " is longer than ",
                 i - 1, " (shapes ", detail::shapes_text(xs), ")");
   }
-  return transpose_n(xs, xs[0].shape()[0], unit, xs[0].dtype(), xs[0].device());
+  const int64_t steps = xs[0].shape()[0];
+  if (steps == 0) return {};
+  // All rows in one array, gathered into time-major order, then cut into steps (views): three
+  // differentiable ops instead of a copy per row.
+  std::vector<int64_t> start(xs.size(), 0);
+  for (std::size_t i = 1; i < xs.size(); ++i) start[i] = start[i - 1] + xs[i - 1].shape()[0];
+  std::vector<int64_t> order, bounds;
+  for (int64_t t = 0; t < steps; ++t) {
+    for (std::size_t i = 0; i < xs.size() && xs[i].shape()[0] > t; ++i) order.push_back(start[i] + t);
+    if (t + 1 < steps) bounds.push_back(static_cast<int64_t>(order.size()));
+  }
+  const Variable rows = xs.size() == 1 ? xs[0] : concat(xs, 0);
+  const Variable by_time = detail::take("transpose_sequence", rows, Array::from_vector(order, xs[0].device()), 0);
+  return split_axis(by_time, bounds, 0);
 }
 
 }  // namespace rensa::functions
