@@ -2,7 +2,9 @@
 
 #include "rensa/datasets/concat_examples.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "rensa/core/error.h"
 #include "src/datasets/common.h"
@@ -51,6 +53,48 @@ std::vector<Array> concat_examples(const std::vector<Example>& batch, Device dev
     out.push_back(host == device ? std::move(stacked) : stacked.to(device));
   }
   return out;
+}
+
+std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device,
+                                   const std::vector<double>& padding) {
+  RENSA_CHECK(!batch.empty(), ValueError, "concat_examples: the batch is empty");
+  const std::size_t n_cols = batch[0].size();
+  RENSA_CHECK(padding.size() == 1 || padding.size() == n_cols, ValueError, "concat_examples: ", padding.size(),
+              " padding values for ", n_cols, " columns (expected 1 or ", n_cols, ")");
+  for (std::size_t b = 1; b < batch.size(); ++b) {
+    RENSA_CHECK(batch[b].size() == n_cols, ValueError, "concat_examples: example ", b, " has ", batch[b].size(),
+                " columns but example 0 has ", n_cols);
+  }
+  std::vector<Array> out;
+  for (std::size_t c = 0; c < n_cols; ++c) {
+    const Array& first = batch[0][c];
+    RENSA_CHECK(!first.is_null(), ValueError, "concat_examples: column ", c, " of example 0 is a null array");
+    Shape shape = first.shape();  // the largest extent of each axis
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const Array& ex = batch[b][c];
+      RENSA_CHECK(!ex.is_null(), ValueError, "concat_examples: column ", c, " of example ", b, " is a null array");
+      RENSA_CHECK(ex.ndim() == first.ndim(), ShapeError, "concat_examples: column ", c, " of example ", b,
+                  " has shape ", ex.shape(), " but example 0 has shape ", first.shape(),
+                  " (padding needs the same number of axes)");
+      RENSA_CHECK(ex.dtype() == first.dtype(), DtypeError, "concat_examples: column ", c, " of example ", b,
+                  " has dtype ", ex.dtype(), " but example 0 has dtype ", first.dtype());
+      for (std::size_t d = 0; d < shape.size(); ++d) shape[d] = std::max(shape[d], ex.shape()[d]);
+    }
+    shape.insert(0, static_cast<int64_t>(batch.size()));
+    Array stacked = Array::full(shape, padding.size() == 1 ? padding[0] : padding[c], first.dtype(), device);
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      const Array& ex = batch[b][c];
+      std::vector<Index> corner{static_cast<int64_t>(b)};
+      for (int64_t e : ex.shape()) corner.emplace_back(Slice{0, e, 1});
+      stacked.index(corner).assign(ex.to(device));
+    }
+    out.push_back(std::move(stacked));
+  }
+  return out;
+}
+
+std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device, double padding) {
+  return concat_examples(batch, device, std::vector<double>{padding});
 }
 
 }  // namespace rensa::datasets

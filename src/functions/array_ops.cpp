@@ -9,60 +9,16 @@
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
+#include "src/functions/arg_checks.h"
+#include "src/functions/record_list.h"
 
 namespace rensa::functions {
 namespace {
 using Grads = std::vector<Variable>;
-
-void check_not_null(const char* op, const Variable& x, const char* what = "x") {
-  RENSA_CHECK(!x.is_null(), ValueError, op, ": ", what, " is null");
-}
-
-// normalize_axis with a message that also names the operand's shape.
-int64_t axis_of(const char* op, int64_t axis, int64_t ndim, const Shape& shape) {
-  RENSA_CHECK(axis >= -ndim && axis < ndim, IndexError, op, ": axis ", axis, " is out of bounds for ", ndim,
-              " dimensions (x of shape ", shape, ")");
-  return axis < 0 ? axis + ndim : axis;
-}
-
-// "(2, 3), (2, 4) and (3, 3)": every operand's shape, for error messages.
-std::string shapes_text(std::span<const Variable> xs) {
-  std::ostringstream os;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (i > 0) os << (i + 1 == xs.size() ? " and " : ", ");
-    os << xs[i].shape();
-  }
-  return os.str();
-}
-
-// Every operand present, of one dtype and on one device.
-void check_operands(const char* op, std::span<const Variable> xs) {
-  RENSA_CHECK(!xs.empty(), ValueError, op, ": needs at least one array, got an empty list");
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    RENSA_CHECK(!xs[i].is_null(), ValueError, op, ": input ", i, " is null");
-  }
-  for (const auto& x : xs) {
-    if (x.dtype() == xs[0].dtype()) continue;
-    std::ostringstream os;
-    for (std::size_t i = 0; i < xs.size(); ++i) os << (i ? ", " : "") << xs[i].dtype() << ' ' << xs[i].shape();
-    RENSA_THROW(DtypeError, op, ": inputs have different dtypes: ", os.str());
-  }
-  for (const auto& x : xs) {
-    RENSA_CHECK(x.device() == xs[0].device(), DeviceError, op, ": inputs are on different devices: ", xs[0].device(),
-                " and ", x.device());
-  }
-}
-
-// record() for a list of inputs whose length is known only at run time.
-template <class Fn>
-std::vector<Variable> record_list(const char* label, std::span<const Variable> inputs, std::vector<Array> outputs,
-                                  Fn&& backward) {
-  if (!config().enable_backprop || !rensa::detail::NodeBuilder::any_requires_grad(inputs)) {
-    return std::vector<Variable>(outputs.begin(), outputs.end());
-  }
-  auto node = std::make_shared<rensa::detail::LambdaNode<std::decay_t<Fn>>>(label, std::forward<Fn>(backward));
-  return rensa::detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), false);
-}
+using detail::axis_of;
+using detail::check_not_null;
+using detail::check_operands;
+using detail::shapes_text;
 
 // Runs an Array-level view operation, re-throwing its errors with `op` and x's shape in front.
 template <class Fn>
@@ -212,7 +168,7 @@ Variable concat(const std::vector<Variable>& xs, int64_t axis) {
     if (i + 1 < xs.size()) bounds.push_back(at);
   }
   std::vector<Array> outs{std::move(y)};
-  return record_list("concat", xs, std::move(outs), [bounds, axis](const BackwardContext& ctx) {
+  return detail::record_list("concat", xs, std::move(outs), [bounds, axis](const BackwardContext& ctx) {
     return split_axis(ctx.grad_output(), bounds, axis);
   })[0];
 }
@@ -237,7 +193,7 @@ Variable stack(const std::vector<Variable>& xs, int64_t axis) {
   }
   std::vector<Array> outs{std::move(y)};
   const auto n = static_cast<int64_t>(xs.size());
-  return record_list("stack", xs, std::move(outs), [n, axis](const BackwardContext& ctx) {
+  return detail::record_list("stack", xs, std::move(outs), [n, axis](const BackwardContext& ctx) {
     Grads gxs = split_axis(ctx.grad_output(), n, axis);
     for (auto& g : gxs) g = squeeze(g, Shape{axis});
     return gxs;

@@ -130,6 +130,14 @@ struct KernelTable {
   /// x's shape; a null Array for sum and prod). x, a, out: one floating dtype and shape; inputs may
   /// have stride-0 axes.
   void (*scan)(ScanOp op, const Array& x, const Array& a, int64_t axis, bool reverse, const Array& out) = nullptr;
+  /// y (A, M, B) = x (A, N, B) gathered along axis 1: y[a, m, b] = x[a, idx[m], b]; idx (M,) int64;
+  /// x, y of one dtype, x any strides, y contiguous. IndexError (before writing) when an index is
+  /// outside [0, N).
+  void (*take)(const Array& x, const Array& idx, const Array& y) = nullptr;
+  /// y (A, N, B) += x (A, M, B) scattered along axis 1: y[a, idx[m], b] += x[a, m, b], repeated
+  /// indices accumulating in order of m (16-bit floats in float, rounded once); idx (M,) int64; one
+  /// dtype, x any strides, y contiguous. IndexError (before writing) when an index is outside [0, N).
+  void (*scatter_add)(const Array& x, const Array& idx, const Array& y) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions
@@ -165,7 +173,8 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(scan) X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
+      X(scan) X(take) X(scatter_add)                                                                          \
+      X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)
 #define RENSA_COUNT_SLOT(name) +1

@@ -18,4 +18,14 @@ namespace rensa::datasets {
 /// when a column's shape differs from example 0's, and DtypeError likewise for dtypes.
 std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device = Device::cpu());
 
+/// concat_examples for examples of different sizes (Chainer's `padding`): column c becomes
+/// (B, ...) with, on each axis, the largest extent among the examples; each example fills the
+/// leading corner of its row and `padding[c]` the rest. Errors as above, except that extents may
+/// differ: ShapeError when a column's ndim differs between examples, ValueError when `padding` has
+/// neither 1 value (used for every column) nor one per column.
+std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device,
+                                   const std::vector<double>& padding);
+/// Padding with one value for every column.
+std::vector<Array> concat_examples(const std::vector<Example>& batch, Device device, double padding);
+
 }  // namespace rensa::datasets

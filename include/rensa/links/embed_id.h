@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// EmbedID: a lookup table of vectors indexed by integer ids (Chainer's L.EmbedID), and the
-/// embed_id function it applies.
+/// EmbedID: a lookup table of vectors indexed by integer ids (Chainer's L.EmbedID), applying
+/// functions::embed_id.
 
 #include <cstdint>
 #include <memory>
@@ -10,20 +10,9 @@
 #include "rensa/core/array.h"
 #include "rensa/core/random.h"
 #include "rensa/core/variable.h"
+#include "rensa/functions/embed_id.h"
 #include "rensa/links/initializers.h"
 #include "rensa/links/link.h"
-
-namespace rensa::functions {
-
-/// y[i..., :] = W[x[i...], :] for integer ids x (any shape, int32/int64) and W (in_size,
-/// out_size); y has shape x.shape + (out_size,) and W's dtype. Ids equal to `ignore_label` give
-/// zero rows and no gradient. Differentiable in W (the gradient scatter-adds the rows of gy; its
-/// own gradient gathers again, so double backprop works). Ids outside [0, in_size) throw
-/// IndexError; a non-integer x or non-floating W throws DtypeError; W not 2-d throws ShapeError.
-/// Host devices (cpu, reference) only.
-Variable embed_id(const Array& x, const Variable& W, std::optional<int64_t> ignore_label = std::nullopt);
-
-}  // namespace rensa::functions
 
 namespace rensa::links {
 

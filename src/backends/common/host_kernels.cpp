@@ -40,4 +40,12 @@ void scatter_item(const Array& gy, const Array& t, const Array& gx) {
   });
 }
 
+void check_indices(const Array& idx, int64_t n, const char* op) {
+  const auto* p = static_cast<const int64_t*>(idx.raw_data());
+  for (int64_t m = 0; m < idx.shape()[0]; ++m) {
+    const int64_t i = p[m * idx.strides()[0]];
+    RENSA_CHECK(i >= 0 && i < n, IndexError, op, ": index ", i, " at position ", m, " is out of range [0, ", n, ")");
+  }
+}
+
 }  // namespace rensa::backends::host
