@@ -31,6 +31,7 @@
 #include "rensa/functions/normalization.h"
 #include "rensa/functions/pooling_nd.h"
 #include "rensa/functions/reduction.h"
+#include "rensa/functions/roi_pooling.h"
 #include "rensa/functions/shift.h"
 #include "rensa/functions/unpooling.h"
 #include "rensa/training.h"

@@ -17,8 +17,10 @@ namespace {
 
 using Grads = std::vector<Variable>;
 
+}  // namespace
+
 // y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]].
-Variable max_pool_gather(const Variable& x, const Array& indices) {
+Variable detail::max_pool_gather(const Variable& x, const Array& indices) {
   Array y = Array::empty(indices.shape(), x.dtype(), x.device(), indices.suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_gather, "max_pooling_2d")(x.array(), indices, y);
   return record1(
@@ -28,15 +30,13 @@ Variable max_pool_gather(const Variable& x, const Array& indices) {
       });
 }
 
-}  // namespace
-
 // Gradients keep the layout of the input they belong to (x's), whatever layout gy arrives in.
 // gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
 Variable detail::max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape, MemoryFormat x_format) {
   Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), max_pool2d_backward, "max_pooling_2d")(gy.array(), indices, gx);
   return record1("max_pooling_2d_grad", {gy}, std::move(gx),
-                 [indices](const BackwardContext& ctx) { return Grads{max_pool_gather(ctx.grad_output(), indices)}; });
+                 [indices](const BackwardContext& ctx) { return Grads{detail::max_pool_gather(ctx.grad_output(), indices)}; });
 }
 
 namespace {

@@ -1,10 +1,14 @@
 #pragma once
 // The recorded pooling operations of pooling.cpp that other pooling functions build on: the
-// scatter of max pooling's backward (upsampling_2d) and the transpose of average pooling
-// (unpooling). Each is differentiable, its backward the other half of its pair.
+// gather and scatter of max pooling (ROI pooling, upsampling_2d) and the transpose of average
+// pooling (unpooling). Each is differentiable, its backward the other half of its pair.
 #include "rensa/core/variable.h"
 
 namespace rensa::functions::detail {
+
+/// y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]] (y of indices' shape, int32 indices within
+/// [0, H W)); its backward is max_pool_scatter.
+Variable max_pool_gather(const Variable& x, const Array& indices);
 
 /// gx (x_shape) = 0, then gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j]; indices int32 of
 /// gy's shape, each within [0, H W). gx takes `x_format`.
