@@ -22,6 +22,7 @@
 #include "rensa/functions/bilinear.h"
 #include "rensa/functions/convolution.h"
 #include "rensa/functions/convolution_nd.h"
+#include "rensa/functions/deformable_convolution.h"
 #include "rensa/functions/evaluation.h"
 #include "rensa/functions/image.h"
 #include "rensa/functions/linalg.h"
