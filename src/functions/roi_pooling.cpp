@@ -14,7 +14,6 @@
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
-#include "src/functions/conv_geometry.h"
 #include "src/functions/pooling_internal.h"
 
 namespace rensa::functions {
@@ -33,7 +32,6 @@ struct Bins {
   int64_t R = 0, OH = 0, OW = 0;
   std::vector<int64_t> batch;              // (R,)
   std::vector<std::vector<Group>> groups;  // (R OH OW) lists
-  Group& at(int64_t r, int64_t i, int64_t j, std::size_t g) { return groups[static_cast<std::size_t>((r * OH + i) * OW + j)][g]; }
 };
 
 // Checked inputs of the ROI functions with separate batch indices.
