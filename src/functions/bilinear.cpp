@@ -22,8 +22,8 @@ Variable bilinear(const Variable& e1, const Variable& e2, const Variable& W, con
   } else {
     detail::check_same_dtype_device(op, {&e1, &e2, &W});
   }
-  RENSA_CHECK(e1.ndim() >= 2 && e2.ndim() >= 2 && e1.shape()[0] == e2.shape()[0], ShapeError, op, ": e1 ",
-              e1.shape(), " and e2 ", e2.shape(), " must have 2 or more axes and the same first one");
+  RENSA_CHECK(e1.ndim() >= 2 && e2.ndim() >= 2 && e1.shape()[0] == e2.shape()[0], ShapeError, op, ": e1 ", e1.shape(),
+              " and e2 ", e2.shape(), " must have 2 or more axes and the same first one");
   const int64_t N = e1.shape()[0];
   int64_t Jn = 1, Kn = 1;
   for (std::size_t i = 1; i < e1.shape().size(); ++i) Jn *= e1.shape()[i];
@@ -32,9 +32,9 @@ Variable bilinear(const Variable& e1, const Variable& e2, const Variable& W, con
               " must be (", Jn, ", ", Kn, ", L) for e1 ", e1.shape(), " and e2 ", e2.shape());
   const int64_t L = W.shape()[2];
   if (linear_terms) {
-    RENSA_CHECK(V1.shape() == Shape({Jn, L}) && V2.shape() == Shape({Kn, L}) && b.shape() == Shape({L}), ShapeError,
-                op, ": V1 ", V1.shape(), ", V2 ", V2.shape(), " and b ", b.shape(), " must be (", Jn, ", ", L, "), (",
-                Kn, ", ", L, ") and (", L, ",) for W ", W.shape());
+    RENSA_CHECK(V1.shape() == Shape({Jn, L}) && V2.shape() == Shape({Kn, L}) && b.shape() == Shape({L}), ShapeError, op,
+                ": V1 ", V1.shape(), ", V2 ", V2.shape(), " and b ", b.shape(), " must be (", Jn, ", ", L, "), (", Kn,
+                ", ", L, ") and (", L, ",) for W ", W.shape());
   }
   const Variable a = reshape(e1, {N, Jn}), c = reshape(e2, {N, Kn});
   const Variable outer = reshape(mul(reshape(a, {N, Jn, 1}), reshape(c, {N, 1, Kn})), {N, Jn * Kn});

@@ -62,13 +62,13 @@ Variable conv_rec(const Variable& x, const Variable& W, const Variable& b, const
   const int64_t N = x.shape()[0], C = x.shape()[1], O = W.shape()[0];
   if (k == 1) {
     Conv2dOptions o{Int2(1, g.stride[0]), Int2(0, g.pad[0]), Int2(1, g.dilate[0]), g.groups, cover_all};
-    const Variable y = convolution_2d(reshape(x, {N, C, 1, x.shape()[2]}),
-                                      reshape(W, {O, W.shape()[1], 1, W.shape()[2]}), b, o);
+    const Variable y =
+        convolution_2d(reshape(x, {N, C, 1, x.shape()[2]}), reshape(W, {O, W.shape()[1], 1, W.shape()[2]}), b, o);
     return reshape(y, {N, O, y.shape()[3]});
   }
   if (k == 2) {
-    Conv2dOptions o{Int2(g.stride[0], g.stride[1]), Int2(g.pad[0], g.pad[1]), Int2(g.dilate[0], g.dilate[1]),
-                    g.groups, cover_all};
+    Conv2dOptions o{Int2(g.stride[0], g.stride[1]), Int2(g.pad[0], g.pad[1]), Int2(g.dilate[0], g.dilate[1]), g.groups,
+                    cover_all};
     return convolution_2d(x, W, b, o);
   }
   // Output plane d reads input planes d s - p + kd dilate: per tap kd, a strided slice of the padded
@@ -98,8 +98,8 @@ Variable deconv_rec(const Variable& x, const Variable& W, const Variable& b, con
   const int64_t N = x.shape()[0], C = x.shape()[1], O = W.shape()[1] * g.groups;
   if (k == 1) {
     Deconv2dOptions o{Int2(1, g.stride[0]), Int2(0, g.pad[0]), Int2(1, out[0]), Int2(1, g.dilate[0]), g.groups};
-    const Variable y = deconvolution_2d(reshape(x, {N, C, 1, x.shape()[2]}),
-                                        reshape(W, {C, W.shape()[1], 1, W.shape()[2]}), b, o);
+    const Variable y =
+        deconvolution_2d(reshape(x, {N, C, 1, x.shape()[2]}), reshape(W, {C, W.shape()[1], 1, W.shape()[2]}), b, o);
     return reshape(y, {N, O, out[0]});
   }
   if (k == 2) {
@@ -174,11 +174,11 @@ Geom check_common(const char* op, const Variable& x, const Variable& W, const Va
                 W.shape(), ")");
     RENSA_CHECK(g.dilate[i] >= 1, ValueError, op, ": dilate ", dilate, " must be at least 1 (x ", x.shape(), ", W ",
                 W.shape(), ")");
-    RENSA_CHECK(g.pad[i] >= 0, ValueError, op, ": pad ", pad, " must not be negative (x ", x.shape(), ", W ",
-                W.shape(), ")");
+    RENSA_CHECK(g.pad[i] >= 0, ValueError, op, ": pad ", pad, " must not be negative (x ", x.shape(), ", W ", W.shape(),
+                ")");
   }
-  RENSA_CHECK(groups >= 1, ValueError, op, ": groups ", groups, " must be at least 1 (x ", x.shape(), ", W ",
-              W.shape(), ")");
+  RENSA_CHECK(groups >= 1, ValueError, op, ": groups ", groups, " must be at least 1 (x ", x.shape(), ", W ", W.shape(),
+              ")");
   return g;
 }
 
@@ -228,19 +228,19 @@ Variable deconvolution_impl(const char* op, const Variable& x, const Variable& W
   for (std::size_t i = 0; i < k; ++i) {
     const int64_t in = x.shape()[i + 2], dk = detail::dilated(W.shape()[i + 2], g.dilate[i]);
     const int64_t s = g.stride[i], p = g.pad[i];
-    RENSA_CHECK(in > 0, ShapeError, op, ": x ", x.shape(), " is empty on spatial axis ", i, " (W ", W.shape(), bn,
-                ")");
+    RENSA_CHECK(in > 0, ShapeError, op, ": x ", x.shape(), " is empty on spatial axis ", i, " (W ", W.shape(), bn, ")");
     out[i] = o.outsize ? (*o.outsize)[i] : s * (in - 1) + dk - 2 * p;
     if (o.outsize) {
       // The convolution of the output must give back the input's extent, with or without cover_all.
-      const int64_t lo = detail::window_count(out[i], dk, s, p, false), hi = detail::window_count(out[i], dk, s, p, true);
+      const int64_t lo = detail::window_count(out[i], dk, s, p, false),
+                    hi = detail::window_count(out[i], dk, s, p, true);
       RENSA_CHECK(out[i] > 0 && lo > 0 && lo <= in && in <= hi, ShapeError, op, ": outsize ", IntN(*o.outsize),
                   " does not fit x ", x.shape(), " and W ", W.shape(), " with stride ", o.stride, ", pad ", o.pad,
                   " and dilate ", o.dilate, ": its convolution would not have the input's size");
     }
-    RENSA_CHECK(out[i] > 0, ShapeError, op, ": the output of x ", x.shape(), " and W ", W.shape(), bn,
-                " with stride ", o.stride, ", pad ", o.pad, " and dilate ", o.dilate, " would be empty on spatial axis ",
-                i, " (", out[i], ")");
+    RENSA_CHECK(out[i] > 0, ShapeError, op, ": the output of x ", x.shape(), " and W ", W.shape(), bn, " with stride ",
+                o.stride, ", pad ", o.pad, " and dilate ", o.dilate, " would be empty on spatial axis ", i, " (",
+                out[i], ")");
   }
   return deconv_rec(x, W, b, g, out);
 }

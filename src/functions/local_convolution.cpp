@@ -20,16 +20,16 @@ Variable local_convolution_2d(const Variable& x, const Variable& W, const Variab
   } else {
     detail::check_same_dtype_device(op, {&x, &W, &b});
   }
-  RENSA_CHECK(stride.y >= 1 && stride.x >= 1, ValueError, op, ": stride ", stride, " must be at least 1 (x ",
-              x.shape(), ", W ", W.shape(), ")");
+  RENSA_CHECK(stride.y >= 1 && stride.x >= 1, ValueError, op, ": stride ", stride, " must be at least 1 (x ", x.shape(),
+              ", W ", W.shape(), ")");
   RENSA_CHECK(x.ndim() == 4 && W.ndim() == 6, ShapeError, op, ": x ", x.shape(), " (N, C, H, W) and W ", W.shape(),
               " (O, OH, OW, C, KH, KW) must have 4 and 6 axes");
   const Shape& ws = W.shape();
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], Wd = x.shape()[3];
   const int64_t O = ws[0], OH = ws[1], OW = ws[2], KH = ws[4], KW = ws[5];
   RENSA_CHECK(ws[3] == C, ShapeError, op, ": x ", x.shape(), " has ", C, " channels but W ", ws, " takes ", ws[3]);
-  RENSA_CHECK(b.is_null() || b.shape() == Shape({O, OH, OW}), ShapeError, op, ": b ",
-              b.is_null() ? Shape() : b.shape(), " must be (", O, ", ", OH, ", ", OW, ") for W ", ws);
+  RENSA_CHECK(b.is_null() || b.shape() == Shape({O, OH, OW}), ShapeError, op, ": b ", b.is_null() ? Shape() : b.shape(),
+              " must be (", O, ", ", OH, ", ", OW, ") for W ", ws);
   RENSA_CHECK(OH >= 1 && OW >= 1 && (OH - 1) * stride.y + KH <= H && (OW - 1) * stride.x + KW <= Wd, ShapeError, op,
               ": the ", OH, " x ", OW, " windows (", KH, ", ", KW, ") of W ", ws, " at stride ", stride,
               " do not fit in x ", x.shape());

@@ -32,11 +32,13 @@ Variable detail::max_pool_gather(const Variable& x, const Array& indices) {
 
 // Gradients keep the layout of the input they belong to (x's), whatever layout gy arrives in.
 // gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
-Variable detail::max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape, MemoryFormat x_format) {
+Variable detail::max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape,
+                                  MemoryFormat x_format) {
   Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), max_pool2d_backward, "max_pooling_2d")(gy.array(), indices, gx);
-  return record1("max_pooling_2d_grad", {gy}, std::move(gx),
-                 [indices](const BackwardContext& ctx) { return Grads{detail::max_pool_gather(ctx.grad_output(), indices)}; });
+  return record1("max_pooling_2d_grad", {gy}, std::move(gx), [indices](const BackwardContext& ctx) {
+    return Grads{detail::max_pool_gather(ctx.grad_output(), indices)};
+  });
 }
 
 namespace {
@@ -86,8 +88,7 @@ Shape pool_shape(const char* op, const Variable& x, Int2 ksize, Int2 stride, Int
 }
 
 // Max pooling's output and the plane position (h W + w, int32) of each maximum.
-std::pair<Variable, Array> max_pool(const char* op, const Variable& x, Int2 ksize, Int2 s, Int2 pad,
-                                    bool cover_all) {
+std::pair<Variable, Array> max_pool(const char* op, const Variable& x, Int2 ksize, Int2 s, Int2 pad, bool cover_all) {
   const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
   // Chainer rejects an empty x (there is no max of nothing to index); average pooling accepts it.
   RENSA_CHECK(x.size() > 0, ShapeError, op, ": x ", x.shape(), " is empty; max pooling needs at least one element");

@@ -17,7 +17,7 @@ Variable max_pool_scatter(const Variable& gy, const Array& indices, const Shape&
 /// The transpose of average_pooling_2d with window (ky, kx), stride (sy, sx) and pad (py, px),
 /// applied to gy (N, C, OH, OW), giving x_shape: each element spread over its window / (ky kx);
 /// window cells outside x_shape are dropped.
-Variable avg_pool_transpose(const Variable& gy, int64_t ky, int64_t kx, int64_t sy, int64_t sx, int64_t py,
-                            int64_t px, const Shape& x_shape, MemoryFormat x_format);
+Variable avg_pool_transpose(const Variable& gy, int64_t ky, int64_t kx, int64_t sy, int64_t sx, int64_t py, int64_t px,
+                            const Shape& x_shape, MemoryFormat x_format);
 
 }  // namespace rensa::functions::detail

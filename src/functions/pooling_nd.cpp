@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "rensa/functions/array_ops.h"
@@ -52,8 +53,8 @@ Window check(const char* op, const Variable& x, const IntN& ksize, const std::op
     w.out[i] = detail::window_count(L, w.k[i], w.s[i], w.p[i], cover_all);
     RENSA_CHECK(w.out[i] > 0, ShapeError, op, ": window ", ksize, " is larger than the padded extent ", L + 2 * w.p[i],
                 " of spatial axis ", i, " of x ", x.shape(), " with pad ", pad);
-    RENSA_CHECK((w.out[i] - 1) * w.s[i] - w.p[i] < L, ValueError, op, ": with ksize ", ksize, ", stride ",
-                IntN(w.s), ", pad ", pad, " and cover_all, the last window on spatial axis ", i, " of x ", x.shape(),
+    RENSA_CHECK((w.out[i] - 1) * w.s[i] - w.p[i] < L, ValueError, op, ": with ksize ", ksize, ", stride ", IntN(w.s),
+                ", pad ", pad, " and cover_all, the last window on spatial axis ", i, " of x ", x.shape(),
                 " would hold padding only");
   }
   return w;
@@ -96,9 +97,64 @@ Variable pool_nd(const Variable& x, const Window& w, const Pool2d& pool) {
 Variable max_impl(const char* op, const Variable& x, const IntN& ksize, const std::optional<IntN>& stride,
                   const IntN& pad, bool cover_all, int64_t required) {
   const Window w = check(op, x, ksize, stride, pad, cover_all, required);
-  return pool_nd(x, w, [cover_all](const Variable& v, Int2 k, Int2 s, Int2 p) {
-    return max_pooling_2d(v, k, s, p, cover_all);
-  });
+  return pool_nd(
+      x, w, [cover_all](const Variable& v, Int2 k, Int2 s, Int2 p) { return max_pooling_2d(v, k, s, p, cover_all); });
+}
+
+// Each window's offset of its first maximum in row-major order over the window (padding never
+// wins), as Chainer's argmax: an index conversion on the host, from x's values.
+Array window_argmax(const Variable& x, const Window& w) {
+  const std::size_t k = w.k.size();
+  const Shape& xs = x.shape();
+  const std::vector<double> v = x.array().to(Device::cpu()).to_vector<double>();
+  int64_t plane = 1, outs = 1, taps = 1;
+  for (std::size_t a = 0; a < k; ++a) {
+    plane *= xs[a + 2];
+    outs *= w.out[a];
+    taps *= w.k[a];
+  }
+  std::vector<int32_t> idx(static_cast<std::size_t>(xs[0] * xs[1] * outs));
+  Ints o(k), t(k);
+  for (int64_t q = 0; q < xs[0] * xs[1]; ++q) {
+    for (int64_t f = 0; f < outs; ++f) {
+      for (int64_t a = static_cast<int64_t>(k) - 1, rest = f; a >= 0; --a) {
+        o[static_cast<std::size_t>(a)] = rest % w.out[static_cast<std::size_t>(a)];
+        rest /= w.out[static_cast<std::size_t>(a)];
+      }
+      double best = 0;
+      int64_t best_tap = -1;
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        int64_t flat = 0;
+        bool inside = true;
+        for (int64_t a = static_cast<int64_t>(k) - 1, rest = tap, scale = 1; a >= 0; --a) {
+          const std::size_t u = static_cast<std::size_t>(a);
+          t[u] = rest % w.k[u];
+          rest /= w.k[u];
+          const int64_t at = o[u] * w.s[u] - w.p[u] + t[u];
+          inside = inside && at >= 0 && at < xs[u + 2];
+          flat += at * scale;
+          scale *= xs[u + 2];
+        }
+        if (!inside) continue;
+        const double value = v[static_cast<std::size_t>(q * plane + flat)];
+        if (best_tap < 0 || value > best) {
+          best = value;
+          best_tap = tap;
+        }
+      }
+      idx[static_cast<std::size_t>(q * outs + f)] = static_cast<int32_t>(best_tap);
+    }
+  }
+  Shape shape{xs[0], xs[1]};
+  for (std::size_t a = 0; a < k; ++a) shape.push_back(w.out[a]);
+  return Array::from_vector(idx, shape).to(x.device());
+}
+
+std::pair<Variable, Array> max_with_indices(const char* op, const Variable& x, const IntN& ksize,
+                                            const std::optional<IntN>& stride, const IntN& pad, bool cover_all,
+                                            int64_t required) {
+  const Variable y = max_impl(op, x, ksize, stride, pad, cover_all, required);
+  return {y, window_argmax(x, check(op, x, ksize, stride, pad, cover_all, required))};
 }
 
 // prod(ksize) / (the count of x's elements in each window), shaped (1, 1, O1..Ok); null when 1
@@ -132,9 +188,8 @@ Variable average_impl(const char* op, const Variable& x, const IntN& ksize, cons
   RENSA_CHECK(!pad_value || *pad_value == 0.0, ValueError, op, ": pad_value ", *pad_value,
               " must be 0 or none (padding left out), as Chainer (x ", x.shape(), ")");
   const Window w = check(op, x, ksize, stride, pad, false, required);
-  Variable y = pool_nd(x, w, [](const Variable& v, Int2 k, Int2 s, Int2 p) {
-    return average_pooling_2d(v, k, s, p, false);
-  });
+  Variable y =
+      pool_nd(x, w, [](const Variable& v, Int2 k, Int2 s, Int2 p) { return average_pooling_2d(v, k, s, p, false); });
   if (!pad_value) {
     const Array factor = padding_factor(x, w);
     if (!factor.is_null()) y = mul(y, Variable(factor));
@@ -155,6 +210,21 @@ Variable max_pooling_1d(const Variable& x, const IntN& ksize, const std::optiona
 Variable max_pooling_3d(const Variable& x, const IntN& ksize, const std::optional<IntN>& stride, const IntN& pad,
                         bool cover_all) {
   return max_impl("max_pooling_3d", x, ksize, stride, pad, cover_all, 5);
+}
+std::pair<Variable, Array> max_pooling_nd_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride, const IntN& pad,
+                                                       bool cover_all) {
+  return max_with_indices("max_pooling_nd", x, ksize, stride, pad, cover_all, 0);
+}
+std::pair<Variable, Array> max_pooling_1d_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride, const IntN& pad,
+                                                       bool cover_all) {
+  return max_with_indices("max_pooling_1d", x, ksize, stride, pad, cover_all, 3);
+}
+std::pair<Variable, Array> max_pooling_3d_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride, const IntN& pad,
+                                                       bool cover_all) {
+  return max_with_indices("max_pooling_3d", x, ksize, stride, pad, cover_all, 5);
 }
 Variable average_pooling_nd(const Variable& x, const IntN& ksize, const std::optional<IntN>& stride, const IntN& pad,
                             std::optional<double> pad_value) {

@@ -44,8 +44,8 @@ struct Rois {
 void check_x(const char* op, const Variable& x) {
   detail::check_floating(op, x);
   RENSA_CHECK(x.ndim() == 4, ShapeError, op, ": x ", x.shape(), " must have 4 axes (N, C, H, W)");
-  RENSA_CHECK(x.shape()[0] * x.shape()[2] * x.shape()[3] <= std::numeric_limits<int32_t>::max(), ShapeError, op,
-              ": x ", x.shape(), " has more than 2^31 - 1 elements per channel");
+  RENSA_CHECK(x.shape()[0] * x.shape()[2] * x.shape()[3] <= std::numeric_limits<int32_t>::max(), ShapeError, op, ": x ",
+              x.shape(), " has more than 2^31 - 1 elements per channel");
 }
 
 void check_batch(const char* op, const Variable& x, const std::vector<int64_t>& batch) {
@@ -88,8 +88,8 @@ void bin_range(int64_t i, double stride, int64_t size, int64_t offset, int64_t& 
 // Integer bins of every ROI; corners (y0, x0, y1, x1) already scaled and rounded. `plus_one`: the
 // extent is max - min + 1 (roi_pooling_2d) instead of max - min. `average`: one group per bin of
 // every element, weighted 1/count; otherwise one group per element.
-Bins integer_bins(const Variable& x, const std::vector<int64_t>& batch, const std::vector<int64_t>& corners,
-                  int64_t OH, int64_t OW, bool plus_one, bool average) {
+Bins integer_bins(const Variable& x, const std::vector<int64_t>& batch, const std::vector<int64_t>& corners, int64_t OH,
+                  int64_t OW, bool plus_one, bool average) {
   const int64_t H = x.shape()[2], W = x.shape()[3], R = static_cast<int64_t>(batch.size());
   Bins b{R, OH, OW, batch, std::vector<std::vector<Group>>(static_cast<std::size_t>(R * OH * OW))};
   for (int64_t r = 0; r < R; ++r) {
@@ -159,7 +159,8 @@ Bins align_bins(const Variable& x, const Rois& rois, int64_t OH, int64_t OW, dou
           int64_t ylo, yhi;
           if (!bounds(y, H, ylo, yhi)) continue;
           for (int64_t ix = 0; ix < gw; ++ix) {
-            double xs = x0 + static_cast<double>(j) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
+            double xs =
+                x0 + static_cast<double>(j) * bw + (static_cast<double>(ix) + 0.5) * bw / static_cast<double>(gw);
             int64_t xlo, xhi;
             if (!bounds(xs, W, xlo, xhi)) continue;
             const double ly = y - static_cast<double>(ylo), lx = xs - static_cast<double>(xlo);
@@ -236,8 +237,7 @@ Variable apply_bins(const Variable& x, const Bins& b, bool max, double empty) {
   const int64_t Ki = static_cast<int64_t>(K);
   // x as C planes of the N images stacked: (1, C, N H, W); image b's element p is at b H W + p.
   const Variable planes = reshape(transpose(x, {1, 0, 2, 3}), {1, C, N * H, W});
-  const Variable gathered =
-      detail::max_pool_gather(planes, Array::from_vector(pos, {1, C, M, Ki}).to(x.device()));
+  const Variable gathered = detail::max_pool_gather(planes, Array::from_vector(pos, {1, C, M, Ki}).to(x.device()));
   const Array w = Array::from_vector(weight, {1, C, M, Ki}).astype(x.dtype()).to(x.device());
   Variable y = sum(mul(gathered, Variable(w)), {3});
   if (any_fill) y = add(y, Variable(Array::from_vector(fill, {1, C, M}).astype(x.dtype()).to(x.device())));
@@ -259,8 +259,8 @@ std::vector<int64_t> rounded_corners(const std::vector<double>& box, std::size_t
   return c;
 }
 
-Variable integer_pooling(const char* op, const Variable& x, const Array& rois, const Array& roi_indices,
-                         Int2 outsize, double spatial_scale, bool average) {
+Variable integer_pooling(const char* op, const Variable& x, const Array& rois, const Array& roi_indices, Int2 outsize,
+                         double spatial_scale, bool average) {
   const Rois r = read_rois(op, x, rois, roi_indices);
   check_params(op, x, outsize.y, outsize.x, spatial_scale);
   const auto corners = rounded_corners(r.box, 4, 0, r.R, spatial_scale, false);
@@ -291,7 +291,8 @@ Variable roi_pooling_2d(const Variable& x, const Array& rois, int64_t outh, int6
   const int64_t R = rois.shape()[0];
   const std::vector<double> box = rois.to(Device::cpu()).to_vector<double>();
   std::vector<int64_t> batch(static_cast<std::size_t>(R));
-  for (int64_t r = 0; r < R; ++r) batch[static_cast<std::size_t>(r)] = static_cast<int64_t>(box[static_cast<std::size_t>(5 * r)]);
+  for (int64_t r = 0; r < R; ++r)
+    batch[static_cast<std::size_t>(r)] = static_cast<int64_t>(box[static_cast<std::size_t>(5 * r)]);
   check_batch(op, x, batch);
   const auto corners = rounded_corners(box, 5, 1, R, spatial_scale, true);
   const Bins b = integer_bins(x, batch, corners, outh, outw, true, false);

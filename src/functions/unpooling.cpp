@@ -57,17 +57,17 @@ Window check(const char* op, const Variable& x, int64_t rank, const IntN& ksize,
     RENSA_CHECK(w.out[i] > 0, ShapeError, op, ": the output of x ", x.shape(), " with ksize ", ksize, ", stride ",
                 IntN(w.s), " and pad ", pad, " would be empty on spatial axis ", i, " (", w.out[i], ")");
     if (outsize) {
-      RENSA_CHECK(detail::window_count(w.out[i], w.k[i], w.s[i], w.p[i], cover_all) == in, ShapeError, op,
-                  ": outsize ", IntN(*outsize), " does not pool back to x ", x.shape(), " with ksize ", ksize,
-                  ", stride ", IntN(w.s), ", pad ", pad, " and cover_all ", cover_all ? "true" : "false");
+      RENSA_CHECK(detail::window_count(w.out[i], w.k[i], w.s[i], w.p[i], cover_all) == in, ShapeError, op, ": outsize ",
+                  IntN(*outsize), " does not pool back to x ", x.shape(), " with ksize ", ksize, ", stride ", IntN(w.s),
+                  ", pad ", pad, " and cover_all ", cover_all ? "true" : "false");
     }
   }
   return w;
 }
 
 // Unpooling of checked x over the 2-d window (ky, kx) of its last two axes, x viewed as 4-d.
-Variable unpool4(const Variable& x4, int64_t ky, int64_t kx, int64_t sy, int64_t sx, int64_t py, int64_t px,
-                 int64_t oh, int64_t ow) {
+Variable unpool4(const Variable& x4, int64_t ky, int64_t kx, int64_t sy, int64_t sx, int64_t py, int64_t px, int64_t oh,
+                 int64_t ow) {
   const Shape& s = x4.shape();
   const Variable y = detail::avg_pool_transpose(x4, ky, kx, sy, sx, py, px, Shape{s[0], s[1], oh, ow},
                                                 x4.array().suggest_memory_format());

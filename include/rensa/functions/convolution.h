@@ -84,8 +84,8 @@ Variable dilated_convolution_2d(const Variable& x, const Variable& W, const Vari
 /// c convolved with W[m, c]. It is convolution_2d with groups = C and the weight transposed to
 /// (C M, 1, KH, KW). ShapeError when x or W is not 4-d, W's second axis is not C, or b is not
 /// (M C,); otherwise errors as convolution_2d.
-Variable depthwise_convolution_2d(const Variable& x, const Variable& W, const Variable& b = Variable(),
-                                  Int2 stride = 1, Int2 pad = 0);
+Variable depthwise_convolution_2d(const Variable& x, const Variable& W, const Variable& b = Variable(), Int2 stride = 1,
+                                  Int2 pad = 0);
 
 /// 2-d max pooling: y[n, c, i, j] = max of x[n, c] over the window of `ksize` at
 /// (i stride_y - pad_y, j stride_x - pad_x); stride defaults to ksize. With `cover_all` (Chainer's

@@ -15,7 +15,9 @@
 /// padding only; ValueError for a pad_value other than 0 or none.
 
 #include <optional>
+#include <utility>
 
+#include "rensa/core/array.h"
 #include "rensa/core/variable.h"
 #include "rensa/functions/convolution_nd.h"
 
@@ -32,6 +34,22 @@ Variable max_pooling_1d(const Variable& x, const IntN& ksize, const std::optiona
 /// max_pooling_nd for x (N, C, D, H, W).
 Variable max_pooling_3d(const Variable& x, const IntN& ksize, const std::optional<IntN>& stride = std::nullopt,
                         const IntN& pad = 0, bool cover_all = true);
+
+/// max_pooling_nd that also returns, as Chainer's return_indices, each maximum's offset within its
+/// window: an int32 array of y's shape holding the row-major index over the window (k1..kk) of
+/// the first maximum. The offsets are found on the host from x's values. (Chainer's are int64 on
+/// the cpu and int32 on the gpu.)
+std::pair<Variable, Array> max_pooling_nd_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride = std::nullopt,
+                                                       const IntN& pad = 0, bool cover_all = true);
+/// max_pooling_nd_with_indices for x (N, C, L).
+std::pair<Variable, Array> max_pooling_1d_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride = std::nullopt,
+                                                       const IntN& pad = 0, bool cover_all = true);
+/// max_pooling_nd_with_indices for x (N, C, D, H, W).
+std::pair<Variable, Array> max_pooling_3d_with_indices(const Variable& x, const IntN& ksize,
+                                                       const std::optional<IntN>& stride = std::nullopt,
+                                                       const IntN& pad = 0, bool cover_all = true);
 
 /// Mean of x over each window. pad_value 0 (the default) counts padding as zeros (the sum divided
 /// by the window's size, so averages near the border lean toward 0); std::nullopt (Chainer's None)
