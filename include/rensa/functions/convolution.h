@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "rensa/core/variable.h"
 
@@ -72,6 +74,19 @@ Variable convolution_2d(const Variable& x, const Variable& W, const Variable& b 
 Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& b = Variable(),
                           const Deconv2dOptions& options = {});
 
+/// Chainer's dilated_convolution_2d: convolution_2d with `dilate` (and no groups). Errors as
+/// convolution_2d, named dilated_convolution_2d.
+Variable dilated_convolution_2d(const Variable& x, const Variable& W, const Variable& b = Variable(), Int2 stride = 1,
+                                Int2 pad = 0, Int2 dilate = 1, bool cover_all = false);
+
+/// Depthwise convolution: x (N, C, H, W), W (M, C, KH, KW) (Chainer's layout: channel multiplier
+/// first), optional b (M C,) give y (N, C M, OH, OW), where output channel c M + m is input channel
+/// c convolved with W[m, c]. It is convolution_2d with groups = C and the weight transposed to
+/// (C M, 1, KH, KW). ShapeError when x or W is not 4-d, W's second axis is not C, or b is not
+/// (M C,); otherwise errors as convolution_2d.
+Variable depthwise_convolution_2d(const Variable& x, const Variable& W, const Variable& b = Variable(), Int2 stride = 1,
+                                  Int2 pad = 0);
+
 /// 2-d max pooling: y[n, c, i, j] = max of x[n, c] over the window of `ksize` at
 /// (i stride_y - pad_y, j stride_x - pad_x); stride defaults to ksize. With `cover_all` (Chainer's
 /// default) the windows run on past the bottom/right edge until every pixel is covered:
@@ -82,6 +97,12 @@ Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& 
 /// input.
 Variable max_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> stride = std::nullopt, Int2 pad = 0,
                         bool cover_all = true);
+
+/// max_pooling_2d that also returns, as Chainer's return_indices, each maximum's position within
+/// its window: an int32 array of y's shape holding ky * KW + kx (the input to upsampling_2d).
+std::pair<Variable, Array> max_pooling_2d_with_indices(const Variable& x, Int2 ksize,
+                                                       std::optional<Int2> stride = std::nullopt, Int2 pad = 0,
+                                                       bool cover_all = true);
 
 /// 2-d average pooling: each window's sum divided by KH * KW, padding counting as zeros (Chainer's
 /// average_pooling_2d, i.e. its pad_value = 0: averages near the border are biased toward zero).
@@ -94,5 +115,13 @@ Variable average_pooling_2d(const Variable& x, Int2 ksize, std::optional<Int2> s
 /// Mean over the spatial axes of x (N, C, H, W): y (N, C), or (N, C, 1, 1) with `keepdims`.
 /// ShapeError when x is not 4-d.
 Variable global_average_pooling_2d(const Variable& x, bool keepdims = false);
+
+/// Spatial pyramid pooling (Chainer's spatial_pyramid_pooling_2d): for each level l below
+/// `pyramid_height`, max pooling of x (N, C, H, W) into 2^l x 2^l bins (ksize ceil(H / 2^l), pad
+/// half the remainder, cover_all), each flattened, concatenated to (N, C (4^h - 1) / 3, 1, 1).
+/// ValueError when pyramid_height < 1 or `pooling` is not "max" (the only one Chainer has);
+/// ShapeError when x is not 4-d or is empty; ValueError when a level's bins would hold padding only
+/// (more bins than pixels).
+Variable spatial_pyramid_pooling_2d(const Variable& x, int64_t pyramid_height, std::string_view pooling = "max");
 
 }  // namespace rensa::functions
