@@ -2,6 +2,7 @@
 /// \file
 /// Loss functions.
 
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -62,6 +63,25 @@ Variable gaussian_nll(const Variable& x, const Variable& mean, const Variable& l
                       std::string_view reduce = "sum");
 /// Negative log-likelihood of x in [0, 1] under Bernoulli(sigmoid(y)): softplus(y) - x y.
 Variable bernoulli_nll(const Variable& x, const Variable& y, std::string_view reduce = "sum");
+
+// ---- sampled softmax approximations --------------------------------------------------------------
+
+/// Draws integer ids of the given shape (int32/int64 in [0, V)): the negative samples.
+using NegativeSampler = std::function<Array(const Shape&)>;
+/// Negative sampling (Mikolov et al. 2013; Chainer's negative_sampling): for x (B, D), targets t
+/// (B,) and the output embeddings W (V, D), the loss of sample i is
+/// -log sigmoid(W[t_i] . x_i) - sum_k log sigmoid(-W[s_ik] . x_i) over sample_size ids drawn by
+/// `sampler` (called with (B, sample_size + 1), its first column replaced by t, as Chainer).
+/// Targets equal to -1 are ignored (loss 0). reduce "sum" or "no" (B,). When `samples` is
+/// non-null it receives the (B, sample_size + 1) ids used (Chainer's return_samples).
+/// ShapeError / IndexError / ValueError for inconsistent shapes, ids or arguments.
+Variable negative_sampling(const Variable& x, const Array& t, const Variable& W, const NegativeSampler& sampler,
+                           int64_t sample_size, std::string_view reduce = "sum", Array* samples = nullptr);
+/// BlackOut (Ji et al. 2016; Chainer's black_out): with p = W[t] . x and n_k = W[s_k] . x for
+/// the given negative samples (B, S), the loss is -(p - log Z + sum_k log(1 - exp(n_k - log Z)))
+/// with Z = exp(p) + sum_k exp(n_k); reduce "mean" (over the batch) or "no" (B,).
+Variable black_out(const Variable& x, const Array& t, const Variable& W, const Array& samples,
+                   std::string_view reduce = "mean");
 
 // ---- connectionist temporal classification ------------------------------------------------------
 

@@ -289,3 +289,49 @@ TEST(DiscriminativeLoss, MatchesChainerAndDifferentiates) {
       [&] { F::discriminative_margin_based_clustering_loss(e, Array::full({3, 2, 3}, 4.0, Dtype::int32), 0.1, 1.0, 3); },
       {"discriminative_margin_based_clustering_loss", "label 4", "[0, 3]"});
 }
+
+// ---- negative_sampling and black_out (Chainer 7.8.1's values with the same samples) -------------
+
+TEST(SampledLosses, MatchChainer) {
+  const Variable x = sin_arr({3, 4}, 0.1), W = sin_arr({6, 4}, 0.2);
+  const Array t = Array::from_vector<int32_t>({1, 5, -1});
+  const Array drawn = Array::from_vector<int32_t>({9, 2, 3, 0, 4, 4, 1, 2, 5}, {3, 3});
+  Shape asked;
+  const F::NegativeSampler sampler = [&](const Shape& shape) {
+    asked = shape;
+    return drawn;
+  };
+  expect_values(F::negative_sampling(x, t, W, sampler, 2), {2.99350416686187});
+  EXPECT_EQ(asked, (Shape{3, 3}));
+  Array used;
+  expect_values(F::negative_sampling(x, t, W, sampler, 2, "no", &used), {0.618689966880875, 2.374814199981, 0.0});
+  EXPECT_EQ(used.to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 5, 4, 4, -1, 2, 5}));
+  const Array t2 = Array::from_vector<int32_t>({1, 5, 0});
+  const Array neg = Array::from_vector<int32_t>({2, 3, 0, 4, 1, 2}, {3, 2});
+  expect_values(F::black_out(x, t2, W, neg), {1.95179179249826});
+  expect_values(F::black_out(x, t2, W, neg, "no"), {0.210626522586514, 0.72653100637171, 4.91821784853656});
+}
+
+TEST(SampledLosses, GradientsAndErrors) {
+  const Array t = Array::from_vector<int32_t>({1, 5, -1});
+  const Array drawn = Array::from_vector<int32_t>({0, 2, 3, 0, 4, 4, 1, 2, 5}, {3, 3});
+  const F::NegativeSampler sampler = [&](const Shape&) { return drawn; };
+  const TestFunction ns = [&](const Vars& v) { return Vars{F::negative_sampling(v[0], t, v[1], sampler, 2, "no")}; };
+  rensa::testing::check_backward(ns, {sin_arr({3, 4}, 0.1).array(), sin_arr({6, 4}, 0.2).array()});
+  const Array neg = Array::from_vector<int32_t>({2, 3, 0, 4, 1, 2}, {3, 2});
+  const TestFunction bo = [&](const Vars& v) {
+    return Vars{F::black_out(v[0], Array::from_vector<int32_t>({1, 5, 0}), v[1], neg, "no")};
+  };
+  rensa::testing::check_backward(bo, {sin_arr({3, 4}, 0.1).array(), sin_arr({6, 4}, 0.2).array()});
+  rensa::testing::check_double_backward(bo, {sin_arr({3, 4}, 0.1).array(), sin_arr({6, 4}, 0.2).array()},
+                                        {randn({3})});
+  const Variable x = sin_arr({3, 4}, 0.1), W = sin_arr({6, 4}, 0.2);
+  expect_error<IndexError>([&] { F::negative_sampling(x, Array::from_vector<int32_t>({1, 6, 0}), W, sampler, 2); },
+                           {"negative_sampling", "target 6 at 1", "[0, 6)"});
+  expect_error<ValueError>([&] { F::negative_sampling(x, t, W, sampler, 3); },
+                           {"negative_sampling", "sampler must return", "(3, 4)"});
+  expect_error<ShapeError>([&] { F::negative_sampling(x, t, sin_arr({6, 3}, 0), sampler, 2); },
+                           {"negative_sampling", "x (3, 4)", "W (6, 3)"});
+  expect_error<ShapeError>([&] { F::black_out(x, Array::from_vector<int32_t>({1, 5, 0}), W, Array::zeros({2, 2}, Dtype::int32)); },
+                           {"black_out", "samples must be (3, S)"});
+}
