@@ -141,7 +141,9 @@ inline void expect_conforms(const FunctionCase& c) {
     const auto x32 = cd::make_inputs(c, c.shapes, Dtype::float32, 7);
     std::vector<Variable> vs(x32.begin(), x32.end());
     for (const auto& y : c.f(vs)) {
-      if (is_floating(y.dtype())) EXPECT_EQ(y.dtype(), Dtype::float32);
+      if (is_floating(y.dtype())) {
+        EXPECT_EQ(y.dtype(), Dtype::float32);
+      }
     }
   }
   {
