@@ -84,14 +84,7 @@ Variable conv_backward_weights(const Variable& x, const Variable& gy, const Conv
   });
 }
 
-// Streams " and b (shape)" for an optional bias, only when an error message is built.
-struct BiasNote {
-  const Variable& b;
-};
-std::ostream& operator<<(std::ostream& os, const BiasNote& n) {
-  if (!n.b.is_null()) os << " and b " << n.b.shape();
-  return os;
-}
+using detail::BiasNote;
 
 // Stanza 1 shared by both directions: dtypes, ranks, parameter ranges.
 void check_common(const char* op, const Variable& x, const Variable& W, const Variable& b, Int2 stride, Int2 pad,
@@ -151,16 +144,9 @@ Variable deconvolution_2d(const Variable& x, const Variable& W, const Variable& 
   const char* op = "deconvolution_2d";
   check_common(op, x, W, b, o.stride, o.pad, o.dilate, o.groups);
   const BiasNote bn{b};
-  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], Wd = x.shape()[3];
+  const int64_t N = x.shape()[0], H = x.shape()[2], Wd = x.shape()[3];
   const int64_t KH = W.shape()[2], KW = W.shape()[3];
-  RENSA_CHECK(C == W.shape()[0], ShapeError, op, ": x ", x.shape(), " has ", C, " channels but W ", W.shape(), bn,
-              " takes ", W.shape()[0]);
-  RENSA_CHECK(C % o.groups == 0, ShapeError, op, ": groups ", o.groups, " does not divide the ", C, " channels of x ",
-              x.shape(), " (W ", W.shape(), bn, ")");
-  const int64_t O = W.shape()[1] * o.groups;
-  RENSA_CHECK(b.is_null() || (b.ndim() == 1 && b.shape()[0] == O), ShapeError, op, ": b ",
-              b.is_null() ? Shape() : b.shape(), " does not match the ", O, " output channels of W ", W.shape(),
-              " with groups ", o.groups, " (x ", x.shape(), ")");
+  const int64_t O = detail::deconv_out_channels(op, x, W, b, o.groups);
   const int64_t dkh = detail::dilated(KH, o.dilate.y), dkw = detail::dilated(KW, o.dilate.x);
   int64_t OH = o.stride.y * (H - 1) + dkh - 2 * o.pad.y, OW = o.stride.x * (Wd - 1) + dkw - 2 * o.pad.x;
   if (o.outsize) {

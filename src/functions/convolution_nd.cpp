@@ -133,20 +133,10 @@ Variable deconv_rec(const Variable& x, const Variable& W, const Variable& b, con
   return b.is_null() ? y : add(y, bias_view(b, k));
 }
 
-// " and b (shape)" for an optional bias, streamed only when a message is built.
-struct BiasNote {
-  const Variable& b;
-};
-std::ostream& operator<<(std::ostream& os, const BiasNote& n) {
-  if (!n.b.is_null()) os << " and b " << n.b.shape();
-  return os;
-}
+using detail::BiasNote;
 
-// One value per spatial axis from `v` (one value or k of them).
 Ints expand(const char* op, const char* what, const IntN& v, std::size_t k, const Variable& x, const Variable& W) {
-  RENSA_CHECK(v.values.size() == 1 || v.values.size() == k, ValueError, op, ": ", what, " ", v, " has ",
-              v.values.size(), " values for the ", k, " spatial axes of x ", x.shape(), " (W ", W.shape(), ")");
-  return v.values.size() == 1 ? Ints(k, v.values[0]) : v.values;
+  return detail::per_axis(op, what, v, k, x, &W);
 }
 
 // Stanza 1 shared by both directions; `required` is the rank a 1d/3d wrapper insists on (0: any).
@@ -209,16 +199,8 @@ Variable convolution_impl(const char* op, const Variable& x, const Variable& W, 
 Variable deconvolution_impl(const char* op, const Variable& x, const Variable& W, const Variable& b,
                             const DeconvNdOptions& o, int64_t required) {
   const Geom g = check_common(op, x, W, b, o.stride, o.pad, o.dilate, o.groups, required);
+  detail::deconv_out_channels(op, x, W, b, o.groups);
   const BiasNote bn{b};
-  const int64_t C = x.shape()[1];
-  RENSA_CHECK(C == W.shape()[0], ShapeError, op, ": x ", x.shape(), " has ", C, " channels but W ", W.shape(), bn,
-              " takes ", W.shape()[0]);
-  RENSA_CHECK(C % o.groups == 0, ShapeError, op, ": groups ", o.groups, " does not divide the ", C, " channels of x ",
-              x.shape(), " (W ", W.shape(), bn, ")");
-  const int64_t O = W.shape()[1] * o.groups;
-  RENSA_CHECK(b.is_null() || (b.ndim() == 1 && b.shape()[0] == O), ShapeError, op, ": b ",
-              b.is_null() ? Shape() : b.shape(), " does not match the ", O, " output channels of W ", W.shape(),
-              " with groups ", o.groups, " (x ", x.shape(), ")");
   const std::size_t k = x.shape().size() - 2;
   if (o.outsize) {
     RENSA_CHECK(o.outsize->size() == k, ValueError, op, ": outsize ", IntN(*o.outsize), " must have one extent per ",

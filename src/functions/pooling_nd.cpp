@@ -25,9 +25,7 @@ struct Window {
 };
 
 Ints expand(const char* op, const char* what, const IntN& v, std::size_t k, const Variable& x) {
-  RENSA_CHECK(v.values.size() == 1 || v.values.size() == k, ValueError, op, ": ", what, " ", v, " has ",
-              v.values.size(), " values for the ", k, " spatial axes of x ", x.shape());
-  return v.values.size() == 1 ? Ints(k, v.values[0]) : v.values;
+  return detail::per_axis(op, what, v, k, x);
 }
 
 // Stanza 1: the parameters and the output extents; `required` is a wrapper's rank (0: any).

@@ -65,7 +65,11 @@ std::vector<FunctionCase> cases() {
 }
 
 TEST(ArrayIndexing, Conformance) {
-  for (const auto& c : cases()) expect_conforms(c);
+  for (auto c : cases()) {
+    // b's leading axis is a's (the batch), though their ranks differ.
+    if (c.name == "scatter_add_index_matrix") c.batched = {true, true};
+    expect_conforms(c);
+  }
 }
 
 TEST(ArrayIndexing, KnownValues) {
