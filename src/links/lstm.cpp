@@ -43,8 +43,6 @@ LSTMBase::LSTMBase(const char* link, int64_t in_size, int64_t out_size, LSTMOpti
       options_(std::move(options)),
       upward_(detail::make_linear(in_size, 4 * out_size, {.initialW = zero()})),
       lateral_(out_size, 4 * out_size, {.nobias = true, .initialW = zero()}) {
-  RENSA_CHECK(is_floating(config().dtype), DtypeError, link, ": parameters need a floating dtype, the config's is ",
-              config().dtype);
   if (options_.seed) gen_.emplace(*options_.seed);
   add_link("upward", upward_);
   add_link("lateral", lateral_);

@@ -24,7 +24,8 @@ inline std::optional<uint64_t> child_seed(std::optional<uint64_t> seed, uint64_t
   return seed ? std::optional<uint64_t>(*seed + k) : std::nullopt;
 }
 
-/// ValueError unless out_size > 0 and in_size >= -1 (-1: lazy).
+/// ValueError unless out_size > 0 and in_size >= -1 (-1: lazy); DtypeError unless the Config dtype
+/// (the parameters') is floating. Called before the children are made, so errors name the link.
 void check_sizes(const char* link, int64_t in_size, int64_t out_size);
 
 /// ValueError for a null x; ShapeError unless x is (B, ...) with prod(...) == in_size (in_size

@@ -166,7 +166,8 @@ struct ZoneoutLSTMOptions {
   /// Seed of the children's generators (upward: seed, lateral: seed + 1); unset: the thread's
   /// default generator.
   std::optional<uint64_t> seed = std::nullopt;
-  /// Generator of the zoneout masks; null: the thread's default generator.
+  /// Generator of the zoneout masks (it must outlive the link); null: the thread's default
+  /// generator.
   Generator* mask_generator = nullptr;
 };
 

@@ -213,7 +213,8 @@ TEST(StatelessLSTM, MatchesChainerAndGradients) {
   });
   // Lazy in_size, from the flattened input.
   L::StatelessLSTM lazy(kH);
-  EXPECT_EQ(lazy(Variable(), Variable(), Variable(Array::zeros({2, 2, 2}))).second.shape(), (Shape{2, kH}));
+  EXPECT_EQ(lazy(Variable(), Variable(), Variable(Array::zeros({2, 2, 2}, Dtype::float64))).second.shape(),
+            (Shape{2, kH}));
   EXPECT_EQ(lazy.in_size(), 4);
 }
 
