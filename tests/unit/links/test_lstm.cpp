@@ -153,6 +153,17 @@ TEST(LSTM, StateInSnapshots) {
   serializers::load_npz(path, b);
   EXPECT_TRUE(b.c().is_null());
   EXPECT_TRUE(b.h().is_null());
+  // Inside a model, the states sit under the link's path.
+  Chain model;
+  model.add_link("rnn", a);
+  a(step_input(0, 2));
+  serializers::save_npz(path, model);
+  const auto nested = serializers::read_npz(path);
+  EXPECT_EQ(nested.count("rnn/c"), 1u);
+  EXPECT_EQ(nested.count("rnn/upward/W"), 1u);
+  a.reset_state();
+  serializers::load_npz(path, model);
+  EXPECT_EQ(a.h().shape(), (Shape{2, kH}));
   std::filesystem::remove(path);
   // States follow the link to another device.
   b(step_input(0, 2));
