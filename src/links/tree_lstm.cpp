@@ -31,11 +31,12 @@ Variable prepare(const char* link, std::vector<Variable>& cs, std::vector<Variab
   RENSA_CHECK(!base.is_null(), ValueError, link, ": all inputs (cs, hs, x) are null");
   Variable xv = x;
   if (xv.is_null()) {
+    RENSA_CHECK(in_size >= 0, ValueError, link, ": x is null and in_size is not known yet (give x once)");
     RENSA_CHECK(base.ndim() >= 1, ShapeError, link, ": a state ", base.shape(), " must be (B, ", units, ")");
     xv = Variable(Array::zeros({base.shape()[0], in_size}, base.dtype(), base.device()));
   }
-  RENSA_CHECK(xv.ndim() == 2 && xv.shape()[1] == in_size, ShapeError, link, ": x ", xv.shape(), " must be (B, ",
-              in_size, ")");
+  RENSA_CHECK(xv.ndim() == 2 && (in_size < 0 || xv.shape()[1] == in_size), ShapeError, link, ": x ", xv.shape(),
+              " must be (B, ", in_size < 0 ? std::string("in_size") : std::to_string(in_size), ")");
   const int64_t batch = xv.shape()[0];
   for (auto* list : {&cs, &hs}) {
     for (std::size_t k = 0; k < list->size(); ++k) {
@@ -56,12 +57,10 @@ Variable prepare(const char* link, std::vector<Variable>& cs, std::vector<Variab
 // ---- ChildSumTreeLSTM ----------------------------------------------------------------------------
 
 ChildSumTreeLSTM::ChildSumTreeLSTM(int64_t in_size, int64_t out_size, TreeLSTMOptions options)
-    : in_size_((detail::check_sizes("ChildSumTreeLSTM", in_size, out_size), in_size)),
-      state_size_(out_size),
-      W_x_(in_size, 4 * out_size, {.seed = detail::child_seed(options.seed, 0)}),
+    : state_size_((detail::check_sizes("ChildSumTreeLSTM", in_size, out_size), out_size)),
+      W_x_(detail::make_linear(in_size, 4 * out_size, {.seed = detail::child_seed(options.seed, 0)})),
       W_h_aio_(out_size, 3 * out_size, {.nobias = true, .seed = detail::child_seed(options.seed, 1)}),
       W_h_f_(out_size, out_size, {.nobias = true, .seed = detail::child_seed(options.seed, 2)}) {
-  RENSA_CHECK(in_size >= 0, ValueError, "ChildSumTreeLSTM: in_size must be non-negative, got ", in_size);
   add_link("W_x", W_x_);
   add_link("W_h_aio", W_h_aio_);
   add_link("W_h_f", W_h_f_);
@@ -70,7 +69,7 @@ ChildSumTreeLSTM::ChildSumTreeLSTM(int64_t in_size, int64_t out_size, TreeLSTMOp
 std::pair<Variable, Variable> ChildSumTreeLSTM::forward(const std::vector<Variable>& cs_in,
                                                         const std::vector<Variable>& hs_in, const Variable& x_in) {
   std::vector<Variable> cs = cs_in, hs = hs_in;
-  const Variable x = prepare("ChildSumTreeLSTM", cs, hs, x_in, in_size_, state_size_);
+  const Variable x = prepare("ChildSumTreeLSTM", cs, hs, x_in, in_size(), state_size_);
   const int64_t units = state_size_;
   const auto parts = F::split_axis(W_x_(x), std::vector<int64_t>{3 * units}, 1);
   const Variable& aio_x = parts[0];
@@ -94,11 +93,10 @@ std::pair<Variable, Variable> ChildSumTreeLSTM::forward(const std::vector<Variab
 // ---- NaryTreeLSTM --------------------------------------------------------------------------------
 
 NaryTreeLSTM::NaryTreeLSTM(int64_t in_size, int64_t out_size, int64_t n_ary, TreeLSTMOptions options)
-    : in_size_((detail::check_sizes("NaryTreeLSTM", in_size, out_size), in_size)),
-      state_size_(out_size),
+    : state_size_((detail::check_sizes("NaryTreeLSTM", in_size, out_size), out_size)),
       n_ary_(n_ary),
-      W_x_(in_size, (3 + std::max<int64_t>(n_ary, 0)) * out_size, {.seed = detail::child_seed(options.seed, 0)}) {
-  RENSA_CHECK(in_size >= 0, ValueError, "NaryTreeLSTM: in_size must be non-negative, got ", in_size);
+      W_x_(detail::make_linear(in_size, (3 + std::max<int64_t>(n_ary, 0)) * out_size,
+                               {.seed = detail::child_seed(options.seed, 0)})) {
   RENSA_CHECK(n_ary >= 1, ValueError, "NaryTreeLSTM: n_ary must be at least 1, got ", n_ary);
   add_link("W_x", W_x_);
   for (int64_t k = 1; k <= n_ary; ++k) {
@@ -120,7 +118,7 @@ std::pair<Variable, Variable> NaryTreeLSTM::forward(const std::vector<Variable>&
               ValueError, "NaryTreeLSTM: cs and hs must have n_ary = ", n_ary_, " entries each, got ", cs_in.size(),
               " and ", hs_in.size());
   std::vector<Variable> cs = cs_in, hs = hs_in;
-  const Variable x = prepare("NaryTreeLSTM", cs, hs, x_in, in_size_, state_size_);
+  const Variable x = prepare("NaryTreeLSTM", cs, hs, x_in, in_size(), state_size_);
   Variable gates = W_x_(x);
   for (std::size_t k = 0; k < hs_in.size(); ++k) {
     if (!hs_in[k].is_null()) gates = F::add(gates, (*W_h_[k])(hs[k]));

@@ -4,7 +4,8 @@
 /// names so its .npz files load. Neither keeps a state: forward(cs, hs, x) combines the cell
 /// states cs and outputs hs of a node's children with the node's input x and returns the node's
 /// (c, h), each (B, H). A null entry of cs or hs stands for zeros (a missing child); a null x
-/// stands for zeros (B, in_size), B taken from the first non-null state.
+/// stands for zeros (B, in_size), B taken from the first non-null state. in_size -1 leaves it to
+/// the first x (W_x waits for it, as Chainer's in_size None).
 
 #include <cstdint>
 #include <memory>
@@ -42,14 +43,15 @@ class ChildSumTreeLSTM : public Chain {
   }
   using Link::forward;
 
-  int64_t in_size() const { return in_size_; }
+  /// The input size, or -1 until known.
+  int64_t in_size() const { return W_x_.in_size(); }
   int64_t state_size() const { return state_size_; }
   Linear& W_x() { return W_x_; }
   Linear& W_h_aio() { return W_h_aio_; }
   Linear& W_h_f() { return W_h_f_; }
 
  private:
-  int64_t in_size_, state_size_;
+  int64_t state_size_;
   Linear W_x_, W_h_aio_, W_h_f_;
 };
 
@@ -70,7 +72,8 @@ class NaryTreeLSTM : public Chain {
   }
   using Link::forward;
 
-  int64_t in_size() const { return in_size_; }
+  /// The input size, or -1 until known.
+  int64_t in_size() const { return W_x_.in_size(); }
   int64_t state_size() const { return state_size_; }
   int64_t n_ary() const { return n_ary_; }
   Linear& W_x() { return W_x_; }
@@ -78,7 +81,7 @@ class NaryTreeLSTM : public Chain {
   Linear& W_h(int64_t k);
 
  private:
-  int64_t in_size_, state_size_, n_ary_;
+  int64_t state_size_, n_ary_;
   Linear W_x_;
   std::vector<std::unique_ptr<Linear>> W_h_;
 };

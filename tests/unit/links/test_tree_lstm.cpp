@@ -118,3 +118,19 @@ TEST(TreeLSTM, SerializeAndErrors) {
                            {"ChildSumTreeLSTM", "cs[0] (3, 2)", "x (2, 3)"});
   expect_error<ShapeError>([&] { c({}, {}, Variable(Array::zeros({2, 4}))); }, {"ChildSumTreeLSTM", "x (2, 4)", "(B, 3)"});
 }
+
+TEST(TreeLSTM, LazyInSize) {
+  L::ChildSumTreeLSTM c(-1, kH, {.seed = 1});
+  EXPECT_EQ(c.in_size(), -1);
+  expect_error<ValueError>([&] { c({Variable(Array::zeros({2, kH}))}, {Variable()}, Variable()); },
+                           {"ChildSumTreeLSTM", "in_size", "not known"});
+  EXPECT_EQ(c({}, {}, Variable(Array::zeros({2, 4}))).second.shape(), (Shape{2, kH}));
+  EXPECT_EQ(c.in_size(), 4);
+  EXPECT_EQ(c.W_x().W().shape(), (Shape{4 * kH, 4}));
+  L::NaryTreeLSTM n(-1, kH, 3);
+  EXPECT_EQ(n({Variable(), Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable(Array::zeros({1, 5})))
+                .first.shape(),
+            (Shape{1, kH}));
+  EXPECT_EQ(n.W_x().W().shape(), (Shape{6 * kH, 5}));
+  expect_error<ValueError>([] { L::NaryTreeLSTM(-2, 2); }, {"NaryTreeLSTM", "in_size", "-2"});
+}
