@@ -3,10 +3,12 @@
 /// The umbrella header of the training stack: links, optimizers, datasets, iterators, serializers,
 /// the Trainer and its extensions.
 
+#include "rensa/links/activation.h"
 #include "rensa/links/classifier.h"
 #include "rensa/links/convolution_2d.h"
 #include "rensa/links/embed_id.h"
 #include "rensa/links/gru.h"
+#include "rensa/links/highway.h"
 #include "rensa/links/initializers.h"
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
@@ -14,6 +16,8 @@
 #include "rensa/links/mgu.h"
 #include "rensa/links/n_step_rnn.h"
 #include "rensa/links/normalization.h"
+#include "rensa/links/parameter.h"
+#include "rensa/links/simplified_dropconnect.h"
 #include "rensa/links/tree_lstm.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"

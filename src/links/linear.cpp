@@ -43,7 +43,7 @@ void Linear::initialize_W(int64_t in_size) {
   W_.set_array(std::move(w));
 }
 
-Variable Linear::forward(const Variable& x) {
+void Linear::ensure_initialized(const Variable& x) {
   if (W_.array().is_null()) {
     RENSA_CHECK(!x.is_null() && x.ndim() >= 1, ShapeError, "Linear: cannot infer in_size from x ",
                 x.is_null() ? Shape() : x.shape(), " (out_size ", out_size_, ")");
@@ -51,6 +51,10 @@ Variable Linear::forward(const Variable& x) {
     for (std::size_t i = 1; i < x.shape().size(); ++i) in *= x.shape()[i];
     initialize_W(in);
   }
+}
+
+Variable Linear::forward(const Variable& x) {
+  ensure_initialized(x);
   return functions::linear(x, W_, b_);
 }
 

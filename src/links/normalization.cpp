@@ -34,9 +34,21 @@ void BatchNormalization::start_finetuning() {
   persistent("N").fill(0.0);
 }
 
-Variable BatchNormalization::forward(const Variable& x) {
-  RENSA_CHECK(!x.is_null() && x.ndim() >= 2 && x.shape()[1] == size_, ShapeError, "BatchNormalization: x ",
+double BatchNormalization::training_decay() {
+  if (!finetune_) return options_.decay;
+  Array& n = persistent("N");
+  const int64_t count = n_batches() + 1;
+  n.fill(static_cast<double>(count));
+  return 1.0 - 1.0 / static_cast<double>(count);
+}
+
+void BatchNormalization::check_input(const char* op, const Variable& x) const {
+  RENSA_CHECK(!x.is_null() && x.ndim() >= 2 && x.shape()[1] == size_, ShapeError, op, ": x ",
               x.is_null() ? Shape() : x.shape(), " does not have ", size_, " channels on axis 1");
+}
+
+Variable BatchNormalization::forward(const Variable& x) {
+  check_input("BatchNormalization", x);
   Array& mean = persistent("avg_mean");
   Array& var = persistent("avg_var");
   if (!config().train) {
@@ -46,13 +58,7 @@ Variable BatchNormalization::forward(const Variable& x) {
   F::BatchNormOptions bn_options{options_.eps};
   bn_options.allreduce_sum = allreduce_sum_;
   F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, bn_options);
-  double decay = options_.decay;
-  if (finetune_) {
-    Array& n = persistent("N");
-    const int64_t count = n_batches() + 1;
-    n.fill(static_cast<double>(count));
-    decay = 1.0 - 1.0 / static_cast<double>(count);
-  }
+  const double decay = training_decay();
   // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch).
   const int64_t m = r.count;
   const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
@@ -66,6 +72,47 @@ Variable BatchNormalization::forward(const Variable& x) {
     var.assign(new_var.array());
   }
   return r.y;
+}
+
+BatchRenormalization::BatchRenormalization(int64_t size, double rmax, double dmax, BatchNormalizationOptions options)
+    : BatchNormalization(size, options), rmax_(rmax), dmax_(dmax) {
+  RENSA_CHECK(rmax >= 1.0 && dmax >= 0.0, ValueError, "BatchRenormalization: need rmax >= 1 and dmax >= 0, got rmax ",
+              rmax, " and dmax ", dmax);
+}
+
+Variable BatchRenormalization::forward(const Variable& x) {
+  check_input("BatchRenormalization", x);
+  if (!config().train) return BatchNormalization::forward(x);
+  RENSA_CHECK(!allreduce_sum(), ValueError, "BatchRenormalization: statistics over several workers are not supported");
+  const double decay = training_decay();
+  return F::batch_renormalization(x, gamma(), beta(), rmax_, dmax_, &avg_mean(), &avg_var(), decay, true,
+                                  {options().eps});
+}
+
+GroupNormalization::GroupNormalization(int64_t groups, int64_t size, double eps)
+    : groups_(groups), eps_(eps), dtype_(config().dtype) {
+  RENSA_CHECK(groups > 0, ValueError, "GroupNormalization: groups must be positive, got ", groups);
+  RENSA_CHECK(size >= 0, ValueError, "GroupNormalization: size must be non-negative, got ", size);
+  RENSA_CHECK(eps > 0.0, ValueError, "GroupNormalization: eps must be positive, got ", eps);
+  RENSA_CHECK(is_floating(dtype_), DtypeError, "GroupNormalization: parameters need a floating dtype, the config's is ",
+              dtype_);
+  gamma_ = add_param("gamma", dtype_);
+  beta_ = add_param("beta", dtype_);
+  if (size > 0) initialize(size);
+}
+
+void GroupNormalization::initialize(int64_t size) {
+  gamma_.set_array(Array::full({size}, 1.0, dtype_, device_));
+  beta_.set_array(Array::zeros({size}, dtype_, device_));
+}
+
+Variable GroupNormalization::forward(const Variable& x) {
+  if (gamma_.array().is_null()) {
+    RENSA_CHECK(!x.is_null() && x.ndim() >= 2, ShapeError, "GroupNormalization: cannot infer size from x ",
+                x.is_null() ? Shape() : x.shape());
+    initialize(x.shape()[1]);
+  }
+  return F::group_normalization(x, groups_, gamma_, beta_, eps_);
 }
 
 LayerNormalization::LayerNormalization(int64_t size, double eps) : eps_(eps), dtype_(config().dtype) {

@@ -49,8 +49,13 @@ class Linear : public Link {
   int64_t in_size() const { return W_.array().is_null() ? -1 : W_.shape()[1]; }
   int64_t out_size() const { return out_size_; }
 
- private:
+ protected:
+  /// Creates W from x's shape when in_size is still unknown (ShapeError when x cannot tell).
+  void ensure_initialized(const Variable& x);
+  /// Draws W (out_size, in_size) with its initializer.
   void initialize_W(int64_t in_size);
+
+ private:
   Generator& generator();
 
   int64_t out_size_;

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// BatchNormalization and LayerNormalization layers (Chainer's L.BatchNormalization and
-/// L.LayerNormalization). Population statistics over a pass of data:
+/// Normalization layers (Chainer's L.BatchNormalization, L.BatchRenormalization,
+/// L.GroupNormalization and L.LayerNormalization). Population statistics over a pass of data:
 /// rensa/training/batch_norm_statistics.h.
 
 #include <cstdint>
@@ -68,12 +68,54 @@ class BatchNormalization : public Link {
   /// Batches accumulated in finetune mode since the last start_finetuning().
   int64_t n_batches();
 
+ protected:
+  /// The decay of this training-mode forward: options.decay, or 1 - 1/N in finetune mode (N is
+  /// counted up).
+  double training_decay();
+  /// ShapeError naming `op` unless x is (N, size, ...).
+  void check_input(const char* op, const Variable& x) const;
+  const BatchNormalizationOptions& options() const { return options_; }
+
  private:
   int64_t size_;
   BatchNormalizationOptions options_;
   bool finetune_;
   Variable gamma_, beta_;
   std::function<Variable(const Variable&)> allreduce_sum_;
+};
+
+/// Batch renormalization (Chainer's L.BatchRenormalization): the parameters and persistent values
+/// of BatchNormalization; in training mode functions::batch_renormalization with avg_mean and
+/// avg_var as the running statistics (updated in place), in test mode as BatchNormalization.
+/// rmax = 1 and dmax = 0 (Chainer's defaults) make it batch normalization. ValueError unless
+/// rmax >= 1 and dmax >= 0; statistics over several workers (set_allreduce_sum) are refused.
+class BatchRenormalization : public BatchNormalization {
+ public:
+  BatchRenormalization(int64_t size, double rmax = 1.0, double dmax = 0.0, BatchNormalizationOptions options = {});
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+ private:
+  double rmax_, dmax_;
+};
+
+/// Group normalization (Chainer's L.GroupNormalization): gamma (ones) and beta (zeros) of shape
+/// (size,), size 0: inferred from the first input's axis 1. ValueError unless groups > 0 and
+/// eps > 0; forward errors as functions::group_normalization.
+class GroupNormalization : public Link {
+ public:
+  explicit GroupNormalization(int64_t groups, int64_t size = 0, double eps = 1e-5);
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+  const Variable& gamma() const { return gamma_; }
+  const Variable& beta() const { return beta_; }
+
+ private:
+  void initialize(int64_t size);
+  int64_t groups_;
+  double eps_;
+  Dtype dtype_;
+  Variable gamma_, beta_;
 };
 
 /// Layer normalization over the last axis: gamma (ones) and beta (zeros) of shape (size,);
