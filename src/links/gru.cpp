@@ -12,12 +12,12 @@ namespace F = functions;
 GRUBase::GRUBase(const char* link, int64_t in_size, int64_t out_size, const GRUOptions& o)
     : link_(link),
       state_size_((detail::check_sizes(link, in_size, out_size), out_size)),
-      W_r_(detail::make_linear(in_size, out_size,
-                               {.initialW = o.init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 0)})),
+      W_r_(detail::make_linear(
+          in_size, out_size, {.initialW = o.init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 0)})),
       U_r_(out_size, out_size,
            {.initialW = o.inner_init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 1)}),
-      W_z_(detail::make_linear(in_size, out_size,
-                               {.initialW = o.init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 2)})),
+      W_z_(detail::make_linear(
+          in_size, out_size, {.initialW = o.init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 2)})),
       U_z_(out_size, out_size,
            {.initialW = o.inner_init, .initial_bias = o.bias_init, .seed = detail::child_seed(o.seed, 3)}),
       W_(detail::make_linear(in_size, out_size,
@@ -82,7 +82,9 @@ void StatefulGRU::set_state(const Variable& h) {
   h_ = h.device() == device_ ? h : Variable(h.array().to(device_));
 }
 
-void StatefulGRU::reset_state() { h_ = Variable(); }
+void StatefulGRU::reset_state() {
+  h_ = Variable();
+}
 
 void StatefulGRU::serialize(serializers::Serializer& s) {
   Chain::serialize(s);

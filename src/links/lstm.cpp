@@ -17,7 +17,9 @@ namespace rensa::links {
 namespace F = functions;
 namespace {
 
-std::shared_ptr<const initializers::Initializer> zero() { return std::make_shared<initializers::Zero>(); }
+std::shared_ptr<const initializers::Initializer> zero() {
+  return std::make_shared<initializers::Zero>();
+}
 
 // Gate k of pre-activations (B, 4 H) interleaved per unit, as (B, H).
 Variable gate(const Variable& x, int64_t k) {
@@ -157,7 +159,9 @@ void LSTM::set_state(const Variable& c, const Variable& h) {
   move_state(h_, device_);
 }
 
-void LSTM::reset_state() { c_ = h_ = Variable(); }
+void LSTM::reset_state() {
+  c_ = h_ = Variable();
+}
 
 void LSTM::serialize(serializers::Serializer& s) {
   Chain::serialize(s);
@@ -210,7 +214,9 @@ Variable StatefulPeepholeLSTM::forward(const Variable& x) {
   return h_;
 }
 
-void StatefulPeepholeLSTM::reset_state() { c_ = h_ = Variable(); }
+void StatefulPeepholeLSTM::reset_state() {
+  c_ = h_ = Variable();
+}
 
 void StatefulPeepholeLSTM::serialize(serializers::Serializer& s) {
   Chain::serialize(s);
@@ -257,8 +263,8 @@ Variable StatefulZoneoutLSTM::forward(const Variable& x) {
   }
   if (c_.is_null()) c_ = zeros_like_state(batch, state_size_, x);
   detail::check_state(link, "c", c_, batch, state_size_, x);
-  const Variable c_tmp = F::add(F::mul(F::tanh(gate(lstm_in, 0)), F::sigmoid(gate(lstm_in, 1))),
-                                F::mul(F::sigmoid(gate(lstm_in, 2)), c_));
+  const Variable c_tmp =
+      F::add(F::mul(F::tanh(gate(lstm_in, 0)), F::sigmoid(gate(lstm_in, 1))), F::mul(F::sigmoid(gate(lstm_in, 2)), c_));
   c_ = F::zoneout(c_, c_tmp, c_ratio_, mask_gen_);
   h_ = F::zoneout(h_, F::mul(F::sigmoid(gate(lstm_in, 3)), F::tanh(c_tmp)), h_ratio_, mask_gen_);
   return h_;
@@ -267,15 +273,17 @@ Variable StatefulZoneoutLSTM::forward(const Variable& x) {
 void StatefulZoneoutLSTM::set_state(const Variable& c, const Variable& h) {
   RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, "StatefulZoneoutLSTM::set_state: c and h must both be set");
   RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == state_size_, ShapeError,
-              "StatefulZoneoutLSTM::set_state: c ", c.shape(), " and h ", h.shape(), " must both be (B, ",
-              state_size_, ")");
+              "StatefulZoneoutLSTM::set_state: c ", c.shape(), " and h ", h.shape(), " must both be (B, ", state_size_,
+              ")");
   c_ = c;
   h_ = h;
   move_state(c_, device_);
   move_state(h_, device_);
 }
 
-void StatefulZoneoutLSTM::reset_state() { c_ = h_ = Variable(); }
+void StatefulZoneoutLSTM::reset_state() {
+  c_ = h_ = Variable();
+}
 
 void StatefulZoneoutLSTM::serialize(serializers::Serializer& s) {
   Chain::serialize(s);

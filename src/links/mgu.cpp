@@ -52,7 +52,9 @@ void StatefulMGU::set_state(const Variable& h) {
   h_ = h.device() == device_ ? h : Variable(h.array().to(device_));
 }
 
-void StatefulMGU::reset_state() { h_ = Variable(); }
+void StatefulMGU::reset_state() {
+  h_ = Variable();
+}
 
 void StatefulMGU::serialize(serializers::Serializer& s) {
   Chain::serialize(s);

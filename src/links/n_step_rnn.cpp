@@ -41,8 +41,8 @@ std::vector<Variable> to_time_major(const std::vector<Variable>& sorted) {
 }
 
 // The inverse of to_time_major: sequence i gathers row i of every step it lasts.
-std::vector<Variable> to_sequences(const std::vector<Variable>& ys, const std::vector<int64_t>& lengths,
-                                   int64_t width, Dtype dtype, Device device) {
+std::vector<Variable> to_sequences(const std::vector<Variable>& ys, const std::vector<int64_t>& lengths, int64_t width,
+                                   Dtype dtype, Device device) {
   std::vector<std::vector<Variable>> rows(lengths.size());
   for (const Variable& y : ys) {
     const auto parts = y.shape()[0] == 1 ? std::vector<Variable>{y} : F::split_axis(y, y.shape()[0], 0);
@@ -61,8 +61,8 @@ std::vector<Variable> to_sequences(const std::vector<Variable>& ys, const std::v
 
 }  // namespace
 
-NStepRNNBase::NStepRNNBase(const char* link, Cell cell, bool bi, int64_t n_layers, int64_t in_size,
-                           int64_t out_size, double dropout, const NStepRNNOptions& options)
+NStepRNNBase::NStepRNNBase(const char* link, Cell cell, bool bi, int64_t n_layers, int64_t in_size, int64_t out_size,
+                           double dropout, const NStepRNNOptions& options)
     : link_(link),
       cell_(cell),
       n_layers_(n_layers),
@@ -79,8 +79,7 @@ NStepRNNBase::NStepRNNBase(const char* link, Cell cell, bool bi, int64_t n_layer
   std::optional<Generator> own;
   if (options.seed) own.emplace(*options.seed);
   Generator& gen = own ? *own : default_generator();
-  const auto initialW =
-      options.initialW ? options.initialW : std::make_shared<const initializers::LeCunNormal>();
+  const auto initialW = options.initialW ? options.initialW : std::make_shared<const initializers::LeCunNormal>();
   const auto initial_bias = options.initial_bias ? options.initial_bias : std::make_shared<const initializers::Zero>();
   const int64_t per = cell == Cell::lstm ? 8 : cell == Cell::gru ? 6 : 2;
   for (int64_t layer = 0; layer < n_layers; ++layer) {
@@ -107,10 +106,10 @@ F::NStepResult NStepRNNBase::run(const Variable& hx, const Variable& cx, const s
   const Variable& first = ws_[0][0];
   for (std::size_t i = 0; i < xs.size(); ++i) {
     RENSA_CHECK(!xs[i].is_null(), ValueError, link_, ": xs[", i, "] is null");
-    RENSA_CHECK(xs[i].ndim() == 2 && xs[i].shape()[1] == in_size_, ShapeError, link_, ": xs[", i, "] ",
-                xs[i].shape(), " must be (L, ", in_size_, ")");
-    RENSA_CHECK(xs[i].dtype() == first.dtype(), DtypeError, link_, ": xs[", i, "] is ", xs[i].dtype(),
-                " with shape ", xs[i].shape(), ", the parameters ", first.dtype());
+    RENSA_CHECK(xs[i].ndim() == 2 && xs[i].shape()[1] == in_size_, ShapeError, link_, ": xs[", i, "] ", xs[i].shape(),
+                " must be (L, ", in_size_, ")");
+    RENSA_CHECK(xs[i].dtype() == first.dtype(), DtypeError, link_, ": xs[", i, "] is ", xs[i].dtype(), " with shape ",
+                xs[i].shape(), ", the parameters ", first.dtype());
   }
   const int64_t batch = static_cast<int64_t>(xs.size());
   const Shape state_shape{n_layers_ * direction_, batch, out_size_};
@@ -179,18 +178,15 @@ F::NStepResult NStepRNNBase::run(const Variable& hx, const Variable& cx, const s
 
 NStepLSTM::NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepRNNBase("NStepLSTM", Cell::lstm, false, n_layers, in_size, out_size, dropout, options) {}
-NStepBiLSTM::NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                         NStepRNNOptions options)
+NStepBiLSTM::NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepRNNBase("NStepBiLSTM", Cell::lstm, true, n_layers, in_size, out_size, dropout, options) {}
 NStepGRU::NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepHiddenOnlyBase("NStepGRU", Cell::gru, false, n_layers, in_size, out_size, dropout, options) {}
 NStepBiGRU::NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepHiddenOnlyBase("NStepBiGRU", Cell::gru, true, n_layers, in_size, out_size, dropout, options) {}
-NStepRNNTanh::NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                           NStepRNNOptions options)
+NStepRNNTanh::NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepHiddenOnlyBase("NStepRNNTanh", Cell::rnn_tanh, false, n_layers, in_size, out_size, dropout, options) {}
-NStepRNNReLU::NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                           NStepRNNOptions options)
+NStepRNNReLU::NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
     : NStepHiddenOnlyBase("NStepRNNReLU", Cell::rnn_relu, false, n_layers, in_size, out_size, dropout, options) {}
 NStepBiRNNTanh::NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
                                NStepRNNOptions options)

@@ -28,8 +28,8 @@ void check_input(const char* link, const Variable& x, int64_t in_size, const cha
 
 void check_state(const char* link, const char* name, const Variable& state, int64_t rows, int64_t units,
                  const Variable& x) {
-  RENSA_CHECK(state.ndim() == 2 && state.shape()[0] == rows && state.shape()[1] == units, ShapeError, link, ": ",
-              name, " ", state.shape(), " does not fit x ", x.shape(), " (expected (", rows, ", ", units, "))");
+  RENSA_CHECK(state.ndim() == 2 && state.shape()[0] == rows && state.shape()[1] == units, ShapeError, link, ": ", name,
+              " ", state.shape(), " does not fit x ", x.shape(), " (expected (", rows, ", ", units, "))");
 }
 
 void serialize_state(serializers::Serializer& s, const char* key, Variable& state, Device device) {

@@ -20,8 +20,8 @@ namespace {
 // states replaced by zeros.
 Variable prepare(const char* link, std::vector<Variable>& cs, std::vector<Variable>& hs, const Variable& x,
                  int64_t in_size, int64_t units) {
-  RENSA_CHECK(cs.size() == hs.size(), ValueError, link, ": cs and hs must have one entry per child, got ",
-              cs.size(), " and ", hs.size());
+  RENSA_CHECK(cs.size() == hs.size(), ValueError, link, ": cs and hs must have one entry per child, got ", cs.size(),
+              " and ", hs.size());
   Variable base = x;
   for (const auto* list : {&cs, &hs}) {
     for (const Variable& v : *list) {
@@ -114,9 +114,9 @@ Linear& NaryTreeLSTM::W_h(int64_t k) {
 
 std::pair<Variable, Variable> NaryTreeLSTM::forward(const std::vector<Variable>& cs_in,
                                                     const std::vector<Variable>& hs_in, const Variable& x_in) {
-  RENSA_CHECK(static_cast<int64_t>(cs_in.size()) == n_ary_ && static_cast<int64_t>(hs_in.size()) == n_ary_,
-              ValueError, "NaryTreeLSTM: cs and hs must have n_ary = ", n_ary_, " entries each, got ", cs_in.size(),
-              " and ", hs_in.size());
+  RENSA_CHECK(static_cast<int64_t>(cs_in.size()) == n_ary_ && static_cast<int64_t>(hs_in.size()) == n_ary_, ValueError,
+              "NaryTreeLSTM: cs and hs must have n_ary = ", n_ary_, " entries each, got ", cs_in.size(), " and ",
+              hs_in.size());
   std::vector<Variable> cs = cs_in, hs = hs_in;
   const Variable x = prepare("NaryTreeLSTM", cs, hs, x_in, in_size(), state_size_);
   Variable gates = W_x_(x);

@@ -129,13 +129,11 @@ class NStepRNNReLU : public NStepHiddenOnlyBase {
 };
 class NStepBiRNNTanh : public NStepHiddenOnlyBase {
  public:
-  NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                 NStepRNNOptions options = {});
+  NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
 };
 class NStepBiRNNReLU : public NStepHiddenOnlyBase {
  public:
-  NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                 NStepRNNOptions options = {});
+  NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
 };
 
 }  // namespace rensa::links

@@ -26,7 +26,9 @@ inline Array sin_array(const Shape& shape, double off, double scale = 1.0) {
   return Array::from_vector(v, shape);
 }
 
-inline Variable sin_var(const Shape& shape, double off) { return Variable(sin_array(shape, off)); }
+inline Variable sin_var(const Shape& shape, double off) {
+  return Variable(sin_array(shape, off));
+}
 
 /// Sets parameter i of the link's sorted paths to 0.5 sin(0.37 k + base + 0.1 i), as the
 /// reference script does.

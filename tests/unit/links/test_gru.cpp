@@ -18,7 +18,9 @@ using Vars = std::vector<Variable>;
 
 namespace {
 constexpr int64_t kI = 3, kH = 2;
-Variable step_input(int64_t t) { return sin_var({2, kI}, 1.0 + 0.1 * static_cast<double>(t)); }
+Variable step_input(int64_t t) {
+  return sin_var({2, kI}, 1.0 + 0.1 * static_cast<double>(t));
+}
 }  // namespace
 
 TEST(GRU, ChildrenAndInitializers) {
@@ -109,7 +111,10 @@ TEST(GRU, Errors) {
   expect_error<ShapeError>([&] { l(Variable(Array::zeros({3, 3}))); }, {"StatefulGRU", "h (2, 2)", "x (3, 3)"});
   expect_error<ShapeError>([&] { l.set_state(Variable(Array::zeros({2, 3}))); }, {"StatefulGRU::set_state", "(2, 3)"});
   L::StatelessGRU s(kI, kH);
-  expect_error<ShapeError>([&] { s(Variable(Array::zeros({2, 3})), Variable(Array::zeros({2, 3}))); },
-                           {"StatelessGRU", "h (2, 3)", "x (2, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        s(Variable(Array::zeros({2, 3})), Variable(Array::zeros({2, 3})));
+      },
+      {"StatelessGRU", "h (2, 3)", "x (2, 3)"});
   expect_error<ValueError>([&] { s(Variable(), Variable(Array::zeros({2, 3}))); }, {"StatelessGRU", "h is null"});
 }

@@ -25,7 +25,9 @@ namespace {
 constexpr int64_t kI = 3, kH = 2;
 
 // The reference runs: steps of batch 3, 3, 2 with x_t = sin(0.37 k + 1 + 0.1 t).
-Variable step_input(int64_t t, int64_t batch) { return sin_var({batch, kI}, 1.0 + 0.1 * static_cast<double>(t)); }
+Variable step_input(int64_t t, int64_t batch) {
+  return sin_var({batch, kI}, 1.0 + 0.1 * static_cast<double>(t));
+}
 
 }  // namespace
 
@@ -51,8 +53,9 @@ TEST(LSTM, ParametersAndChainerInitialization) {
     EXPECT_TRUE(array_equal(l.lateral().W().array().slice(0, k * kH, (k + 1) * kH), lw)) << k;
     EXPECT_TRUE(array_equal(l.upward().W().array().slice(0, k * kH, (k + 1) * kH), uw)) << k;
   }
-  L::LSTM custom(kI, kH, {.bias_init = std::make_shared<I::Constant>(0.5),
-                          .forget_bias_init = std::make_shared<I::Constant>(-2.0)});
+  L::LSTM custom(
+      kI, kH,
+      {.bias_init = std::make_shared<I::Constant>(0.5), .forget_bias_init = std::make_shared<I::Constant>(-2.0)});
   EXPECT_EQ(custom.upward().b().array().to_vector<double>(),
             (std::vector<double>{0.5, 0.5, -2, 0.5, 0.5, 0.5, -2, 0.5}));
   L::LSTM zeros(kI, kH, {.lateral_init = std::make_shared<I::Zero>(), .upward_init = std::make_shared<I::One>()});
@@ -84,10 +87,10 @@ TEST(LSTM, MatchesChainer) {
                                       -0.128947956736358, 0.2331763089604});
   // A smaller batch updates the first rows; the last row of h and c passes through.
   expect_values(l(step_input(2, 2)), {0.326220120635363, -0.572323317988161, 0.236949285246322, -0.13813650545891});
-  expect_values(l.c(), {1.08145319316981, -0.876304278732536, 0.451115188453913, -0.206752079888703,
-                        -0.177026964069206, 0.705373158133147});
-  expect_values(l.h(), {0.326220120635363, -0.572323317988161, 0.236949285246322, -0.13813650545891,
-                        -0.128947956736358, 0.2331763089604});
+  expect_values(l.c(), {1.08145319316981, -0.876304278732536, 0.451115188453913, -0.206752079888703, -0.177026964069206,
+                        0.705373158133147});
+  expect_values(l.h(), {0.326220120635363, -0.572323317988161, 0.236949285246322, -0.13813650545891, -0.128947956736358,
+                        0.2331763089604});
   // An empty batch changes nothing.
   const Array h = l.h().array();
   EXPECT_EQ(l(Variable(Array::zeros({0, kI}, Dtype::float64))).shape(), (Shape{0, kH}));
@@ -107,8 +110,9 @@ TEST(LSTM, Gradients) {
     return ys;
   };
   rensa::testing::check_backward(run, {step_input(0, 3).array(), step_input(1, 3).array(), step_input(2, 2).array()});
-  expect_param_grads(l, [&] { return rensa::test::weighted_sum(run({step_input(0, 3), step_input(1, 3),
-                                                                     step_input(2, 2)})); });
+  expect_param_grads(l, [&] {
+    return rensa::test::weighted_sum(run({step_input(0, 3), step_input(1, 3), step_input(2, 2)}));
+  });
 }
 
 TEST(LSTM, ResetAndSetState) {
@@ -124,8 +128,11 @@ TEST(LSTM, ResetAndSetState) {
   // set_state to zeros differs from a reset only by the lateral term, which is zero for h = 0.
   l.set_state(Variable(Array::zeros({3, kH}, Dtype::float64)), Variable(Array::zeros({3, kH}, Dtype::float64)));
   EXPECT_TRUE(allclose(l(step_input(0, 3)).array(), first, 0, 1e-15));
-  expect_error<ShapeError>([&] { l.set_state(sin_var({3, kH}, 0), sin_var({2, kH}, 0)); },
-                           {"LSTM::set_state", "(3, 2)", "(2, 2)"});
+  expect_error<ShapeError>(
+      [&] {
+        l.set_state(sin_var({3, kH}, 0), sin_var({2, kH}, 0));
+      },
+      {"LSTM::set_state", "(3, 2)", "(2, 2)"});
 }
 
 TEST(LSTM, StateInSnapshots) {
@@ -231,12 +238,21 @@ TEST(StatelessLSTM, MatchesChainerAndGradients) {
 
 TEST(StatelessLSTM, Errors) {
   L::StatelessLSTM l(kI, kH);
-  expect_error<ShapeError>([&] { l(Variable(Array::zeros({3, 2})), Variable(), Variable(Array::zeros({2, 3}))); },
-                           {"StatelessLSTM", "c (3, 2)", "x (2, 3)", "(2, 2)"});
-  expect_error<ShapeError>([&] { l(Variable(), Variable(Array::zeros({2, 5})), Variable(Array::zeros({2, 3}))); },
-                           {"StatelessLSTM", "h (2, 5)"});
-  expect_error<ShapeError>([&] { l(Variable(), Variable(), Variable(Array::zeros({2, 7}))); },
-                           {"StatelessLSTM", "(2, 7)", "in_size 3"});
+  expect_error<ShapeError>(
+      [&] {
+        l(Variable(Array::zeros({3, 2})), Variable(), Variable(Array::zeros({2, 3})));
+      },
+      {"StatelessLSTM", "c (3, 2)", "x (2, 3)", "(2, 2)"});
+  expect_error<ShapeError>(
+      [&] {
+        l(Variable(), Variable(Array::zeros({2, 5})), Variable(Array::zeros({2, 3})));
+      },
+      {"StatelessLSTM", "h (2, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        l(Variable(), Variable(), Variable(Array::zeros({2, 7})));
+      },
+      {"StatelessLSTM", "(2, 7)", "in_size 3"});
 }
 
 TEST(StatefulPeepholeLSTM, MatchesChainerGradientsAndState) {
@@ -326,6 +342,9 @@ TEST(StatefulZoneoutLSTM, StateAndErrors) {
   expect_error<ShapeError>([&] { l(Variable(Array::zeros({3, kI}))); }, {"StatefulZoneoutLSTM", "(2, 2)", "(3, 3)"});
   expect_error<ValueError>([] { L::StatefulZoneoutLSTM(3, 2, {.c_ratio = 1.5}); },
                            {"StatefulZoneoutLSTM", "c_ratio", "1.5"});
-  expect_error<ShapeError>([&] { l.set_state(Variable(Array::zeros({2, 3})), Variable(Array::zeros({2, 3}))); },
-                           {"StatefulZoneoutLSTM::set_state", "(2, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        l.set_state(Variable(Array::zeros({2, 3})), Variable(Array::zeros({2, 3})));
+      },
+      {"StatefulZoneoutLSTM::set_state", "(2, 3)"});
 }

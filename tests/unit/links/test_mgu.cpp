@@ -17,7 +17,9 @@ using Vars = std::vector<Variable>;
 
 namespace {
 constexpr int64_t kI = 3, kH = 2;
-Variable step_input(int64_t t) { return sin_var({2, kI}, 1.0 + 0.1 * static_cast<double>(t)); }
+Variable step_input(int64_t t) {
+  return sin_var({2, kI}, 1.0 + 0.1 * static_cast<double>(t));
+}
 }  // namespace
 
 TEST(MGU, ChildrenAndChainerValues) {
@@ -70,12 +72,21 @@ TEST(MGU, StateAndErrors) {
   a.reset_state();
   EXPECT_TRUE(a.h().is_null());
   EXPECT_TRUE(array_equal(a(step_input(0)).array(), first));
-  expect_error<ShapeError>([&] { a(Variable(Array::zeros({3, kI}, Dtype::float64))); },
-                           {"StatefulMGU", "h (2, 2)", "x (3, 3)"});
-  expect_error<ShapeError>([&] { a(Variable(Array::zeros({2, 4}, Dtype::float64))); },
-                           {"StatefulMGU", "x (2, 4)", "(B, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        a(Variable(Array::zeros({3, kI}, Dtype::float64)));
+      },
+      {"StatefulMGU", "h (2, 2)", "x (3, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        a(Variable(Array::zeros({2, 4}, Dtype::float64)));
+      },
+      {"StatefulMGU", "x (2, 4)", "(B, 3)"});
   expect_error<ValueError>([] { L::StatelessMGU(-1, 2); }, {"StatelessMGU", "in_size", "-1"});
   L::StatelessMGU s(kI, kH);
-  expect_error<ShapeError>([&] { s(Variable(Array::zeros({1, 2})), Variable(Array::zeros({2, 3}))); },
-                           {"StatelessMGU", "h (1, 2)", "x (2, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        s(Variable(Array::zeros({1, 2})), Variable(Array::zeros({2, 3})));
+      },
+      {"StatelessMGU", "h (1, 2)", "x (2, 3)"});
 }

@@ -18,7 +18,9 @@ using Vars = std::vector<Variable>;
 
 namespace {
 constexpr int64_t kI = 3, kH = 2;
-Variable st(double off) { return sin_var({2, kH}, off); }
+Variable st(double off) {
+  return sin_var({2, kH}, off);
+}
 }  // namespace
 
 TEST(ChildSumTreeLSTM, ChildrenAndChainerValues) {
@@ -105,32 +107,48 @@ TEST(TreeLSTM, SerializeAndErrors) {
   rensa::test::expect_same_params(a, b);
 
   expect_error<ValueError>([] { L::NaryTreeLSTM(3, 2, 0); }, {"NaryTreeLSTM", "n_ary", "0"});
-  expect_error<ValueError>([&] { a({Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable()); },
-                           {"NaryTreeLSTM", "n_ary = 3", "2 and 3"});
   expect_error<ValueError>(
-      [&] { a({Variable(), Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable()); },
+      [&] {
+        a({Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable());
+      },
+      {"NaryTreeLSTM", "n_ary = 3", "2 and 3"});
+  expect_error<ValueError>(
+      [&] {
+        a({Variable(), Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable());
+      },
       {"NaryTreeLSTM", "all inputs", "null"});
   expect_error<IndexError>([&] { a.W_h(4); }, {"NaryTreeLSTM::W_h", "4"});
   L::ChildSumTreeLSTM c(kI, kH);
   const Variable x(Array::zeros({2, kI}));
   expect_error<ValueError>([&] { c({Variable()}, {}, x); }, {"ChildSumTreeLSTM", "1 and 0"});
-  expect_error<ShapeError>([&] { c({Variable(Array::zeros({3, kH}))}, {Variable()}, x); },
-                           {"ChildSumTreeLSTM", "cs[0] (3, 2)", "x (2, 3)"});
-  expect_error<ShapeError>([&] { c({}, {}, Variable(Array::zeros({2, 4}))); }, {"ChildSumTreeLSTM", "x (2, 4)", "(B, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        c({Variable(Array::zeros({3, kH}))}, {Variable()}, x);
+      },
+      {"ChildSumTreeLSTM", "cs[0] (3, 2)", "x (2, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        c({}, {}, Variable(Array::zeros({2, 4})));
+      },
+      {"ChildSumTreeLSTM", "x (2, 4)", "(B, 3)"});
 }
 
 TEST(TreeLSTM, LazyInSize) {
   L::ChildSumTreeLSTM c(-1, kH, {.seed = 1});
   EXPECT_EQ(c.in_size(), -1);
-  expect_error<ValueError>([&] { c({Variable(Array::zeros({2, kH}))}, {Variable()}, Variable()); },
-                           {"ChildSumTreeLSTM", "in_size", "not known"});
+  expect_error<ValueError>(
+      [&] {
+        c({Variable(Array::zeros({2, kH}))}, {Variable()}, Variable());
+      },
+      {"ChildSumTreeLSTM", "in_size", "not known"});
   EXPECT_EQ(c({}, {}, Variable(Array::zeros({2, 4}))).second.shape(), (Shape{2, kH}));
   EXPECT_EQ(c.in_size(), 4);
   EXPECT_EQ(c.W_x().W().shape(), (Shape{4 * kH, 4}));
   L::NaryTreeLSTM n(-1, kH, 3);
-  EXPECT_EQ(n({Variable(), Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable(Array::zeros({1, 5})))
-                .first.shape(),
-            (Shape{1, kH}));
+  EXPECT_EQ(
+      n({Variable(), Variable(), Variable()}, {Variable(), Variable(), Variable()}, Variable(Array::zeros({1, 5})))
+          .first.shape(),
+      (Shape{1, kH}));
   EXPECT_EQ(n.W_x().W().shape(), (Shape{6 * kH, 5}));
   expect_error<ValueError>([] { L::NaryTreeLSTM(-2, 2); }, {"NaryTreeLSTM", "in_size", "-2"});
 }
