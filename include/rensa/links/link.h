@@ -70,7 +70,7 @@ class Link {
   /// Moves parameters, gradients and persistent values of this link and its descendants to
   /// `device`. The parameter (and gradient) Variable objects stay the same, so handles held
   /// elsewhere (optimizers, members) keep aliasing them.
-  void to_device(Device device);
+  virtual void to_device(Device device);
   /// The device of the parameters (cpu when none is initialized).
   Device device() const { return device_; }
   /// Number of parameter elements (initialized parameters).

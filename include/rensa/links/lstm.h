@@ -1,0 +1,208 @@
+#pragma once
+/// \file
+/// The LSTM links (Chainer's L.LSTM, L.StatelessLSTM, L.StatefulPeepholeLSTM and
+/// L.StatefulZoneoutLSTM): fully connected LSTM layers whose children are the Linear links
+/// `upward` (input to the 4 H gates) and `lateral` (previous h to the gates, no bias), with
+/// Chainer's names and gate layout (functions::lstm: gates interleaved per unit, a, i, f, o), so
+/// Chainer's .npz files of these links load.
+///
+/// States: the stateful links keep h (and c) between calls; reset_state() clears them.
+/// serialize() saves them under "h" and "c" beside the children when set (Chainer saves none), and
+/// loading adopts the stored states, or clears them when the file has none (a reset link's
+/// snapshot, or a Chainer file).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "rensa/core/random.h"
+#include "rensa/links/initializers.h"
+#include "rensa/links/linear.h"
+#include "rensa/links/link.h"
+
+namespace rensa::links {
+
+/// Options of LSTM and StatelessLSTM (Chainer's initializer arguments).
+struct LSTMOptions {
+  /// Initializer of each (H, H) gate block of lateral.W; null means LeCunNormal().
+  std::shared_ptr<const initializers::Initializer> lateral_init = nullptr;
+  /// Initializer of each (H, in_size) gate block of upward.W; null means LeCunNormal().
+  std::shared_ptr<const initializers::Initializer> upward_init = nullptr;
+  /// Initializer of the a, i and o gate biases (each (H,)); null means zeros.
+  std::shared_ptr<const initializers::Initializer> bias_init = nullptr;
+  /// Initializer of the forget gate bias; null means ones.
+  std::shared_ptr<const initializers::Initializer> forget_bias_init = nullptr;
+  /// Seed of the link's own generator (every block is drawn from it, in Chainer's order: lateral
+  /// then upward for each gate); unset: the thread's default generator at the time of drawing.
+  std::optional<uint64_t> seed = std::nullopt;
+};
+
+/// What LSTM and StatelessLSTM share: children upward = Linear(in_size, 4 H) and lateral =
+/// Linear(H, 4 H, nobias), parameters of the Config dtype at construction. With in_size unknown,
+/// upward.W (and the drawing of every weight) waits for the first input, which is read as
+/// (B, in_size) by flattening the axes after the first.
+class LSTMBase : public Chain {
+ public:
+  Linear& upward() { return upward_; }
+  Linear& lateral() { return lateral_; }
+  /// H, the number of units.
+  int64_t state_size() const { return state_size_; }
+  /// The input size, or -1 until known.
+  int64_t in_size() const { return upward_.in_size(); }
+
+ protected:
+  /// `link` names the link in errors; in_size -1: lazy. ValueError for bad sizes, DtypeError for
+  /// a non-floating Config dtype.
+  LSTMBase(const char* link, int64_t in_size, int64_t out_size, LSTMOptions options);
+  /// Checks x against in_size (ShapeError naming the link) and draws the weights at the first call.
+  void prepare(const Variable& x);
+
+  const char* link_;
+
+ private:
+  void initialize_params();
+
+  int64_t state_size_;
+  LSTMOptions options_;
+  std::optional<Generator> gen_;
+  Linear upward_, lateral_;
+};
+
+/// An LSTM layer without state: forward(c, h, x) returns (c_new, h_new) =
+/// functions::lstm(c, upward(x) + lateral(h)). c and h are (B, H) and may be null (h null: no
+/// lateral term; c null: zeros); x is (B, ...) with in_size elements per row.
+class StatelessLSTM : public LSTMBase {
+ public:
+  StatelessLSTM(int64_t in_size, int64_t out_size, LSTMOptions options = {});
+  /// in_size inferred from the first input.
+  explicit StatelessLSTM(int64_t out_size, LSTMOptions options = {});
+
+  /// ShapeError (naming StatelessLSTM and the shapes) when x does not fit in_size or c, h are not
+  /// (B, H).
+  std::pair<Variable, Variable> forward(const Variable& c, const Variable& h, const Variable& x);
+  std::pair<Variable, Variable> operator()(const Variable& c, const Variable& h, const Variable& x) {
+    return forward(c, h, x);
+  }
+  using Link::forward;
+};
+
+/// A stateful LSTM layer: forward(x) updates the states c and h and returns h. The first call
+/// starts from c = 0 and no lateral term. Batches may shrink from call to call (sequences sorted by
+/// decreasing length): only the first B rows of the states are updated, the rest pass through;
+/// a larger batch than the states' is a ShapeError.
+class LSTM : public LSTMBase {
+ public:
+  LSTM(int64_t in_size, int64_t out_size, LSTMOptions options = {});
+  /// in_size inferred from the first input.
+  explicit LSTM(int64_t out_size, LSTMOptions options = {});
+
+  /// Returns h_new (B, H) for x (B, ...).
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  /// Sets the states (both (B, H); ShapeError otherwise; moved to the link's device).
+  void set_state(const Variable& c, const Variable& h);
+  /// Clears c and h (the next call starts afresh).
+  void reset_state();
+  /// The cell state, null before the first call or after reset_state().
+  const Variable& c() const { return c_; }
+  /// The output of the last call (rows past the last batch kept from earlier calls), or null.
+  const Variable& h() const { return h_; }
+
+  /// Parameters, then the states "c" and "h" when set (see the file comment).
+  void serialize(serializers::Serializer& s) override;
+  /// Moves the states too.
+  void to_device(Device device) override;
+
+ private:
+  Variable c_, h_;
+};
+
+/// Options of StatefulPeepholeLSTM.
+struct PeepholeLSTMOptions {
+  /// Seed of the children's generators (child k, in the order upward, lateral, peep_i, peep_f,
+  /// peep_o, draws with seed + k); unset: the thread's default generator.
+  std::optional<uint64_t> seed = std::nullopt;
+};
+
+/// A stateful LSTM with peephole connections (Chainer's StatefulPeepholeLSTM): children upward =
+/// Linear(in_size, 4 H), lateral, peep_i, peep_f, peep_o = Linear(H, ., nobias), default
+/// initializers. i = sigmoid(i~ + peep_i(c)), f = sigmoid(f~ + peep_f(c)), c' = tanh(a~) i + f c,
+/// o = sigmoid(o~ + peep_o(c')), h' = o tanh(c'), with the gate pre-activations interleaved as in
+/// lstm. The first call starts from c = 0 and no lateral term; every call's batch must equal the
+/// states' (ShapeError).
+class StatefulPeepholeLSTM : public Chain {
+ public:
+  StatefulPeepholeLSTM(int64_t in_size, int64_t out_size, PeepholeLSTMOptions options = {});
+  explicit StatefulPeepholeLSTM(int64_t out_size, PeepholeLSTMOptions options = {});
+
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+  void reset_state();
+  const Variable& c() const { return c_; }
+  const Variable& h() const { return h_; }
+  int64_t state_size() const { return state_size_; }
+  Linear& upward() { return upward_; }
+  Linear& lateral() { return lateral_; }
+  Linear& peep_i() { return peep_i_; }
+  Linear& peep_f() { return peep_f_; }
+  Linear& peep_o() { return peep_o_; }
+
+  void serialize(serializers::Serializer& s) override;
+  void to_device(Device device) override;
+
+ private:
+  int64_t state_size_;
+  Linear upward_, lateral_, peep_i_, peep_f_, peep_o_;
+  Variable c_, h_;
+};
+
+/// Options of StatefulZoneoutLSTM.
+struct ZoneoutLSTMOptions {
+  /// Probabilities of keeping each element of the previous c and h (in [0, 1]; ValueError).
+  double c_ratio = 0.5;
+  double h_ratio = 0.5;
+  /// Seed of the children's generators (upward: seed, lateral: seed + 1); unset: the thread's
+  /// default generator.
+  std::optional<uint64_t> seed = std::nullopt;
+  /// Generator of the zoneout masks (it must outlive the link); null: the thread's default
+  /// generator.
+  Generator* mask_generator = nullptr;
+};
+
+/// A stateful LSTM with zoneout (Chainer's StatefulZoneoutLSTM): children upward = Linear(in_size,
+/// 4 H), lateral = Linear(H, 4 H, nobias). c~ = tanh(a) sigmoid(i) + sigmoid(f) c, then
+/// c' = zoneout(c, c~, c_ratio) and h' = zoneout(h, sigmoid(o) tanh(c~), h_ratio)
+/// (functions::zoneout: in training mode each element keeps its previous value with probability
+/// ratio; in test mode the new value). The first call starts from c = h = 0 and no lateral term;
+/// every call's batch must equal the states'.
+class StatefulZoneoutLSTM : public Chain {
+ public:
+  StatefulZoneoutLSTM(int64_t in_size, int64_t out_size, ZoneoutLSTMOptions options = {});
+  explicit StatefulZoneoutLSTM(int64_t out_size, ZoneoutLSTMOptions options = {});
+
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+  void set_state(const Variable& c, const Variable& h);
+  void reset_state();
+  const Variable& c() const { return c_; }
+  const Variable& h() const { return h_; }
+  int64_t state_size() const { return state_size_; }
+  double c_ratio() const { return c_ratio_; }
+  double h_ratio() const { return h_ratio_; }
+  Linear& upward() { return upward_; }
+  Linear& lateral() { return lateral_; }
+
+  void serialize(serializers::Serializer& s) override;
+  void to_device(Device device) override;
+
+ private:
+  int64_t state_size_;
+  double c_ratio_, h_ratio_;
+  Generator* mask_gen_;
+  Linear upward_, lateral_;
+  Variable c_, h_;
+};
+
+}  // namespace rensa::links
