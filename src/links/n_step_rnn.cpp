@@ -93,8 +93,8 @@ NStepRNNBase::NStepRNNBase(const char* link, Cell cell, bool bi, int64_t n_layer
         (*initialW)(w, gen);
         Array b = Array::empty({out_size}, dtype, device_);
         (*initial_bias)(b, gen);
-        ws_.back().push_back(child->add_param("w" + std::to_string(j), std::move(w)));
-        bs_.back().push_back(child->add_param("b" + std::to_string(j), std::move(b)));
+        ws_.back().push_back(child->add_param(std::string("w").append(std::to_string(j)), std::move(w)));
+        bs_.back().push_back(child->add_param(std::string("b").append(std::to_string(j)), std::move(b)));
       }
       append(std::move(child));
     }
