@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "rensa/core/error.h"
+
 namespace rensa {
 
 Variable BackwardContext::output(std::size_t i) const {
@@ -26,11 +28,64 @@ Array FunctionNode::zero_grad_output(std::size_t i) const {
   return Array::zeros(n->shape, n->dtype, n->device);
 }
 
+std::vector<Array> FunctionNode::forward(const std::vector<Array>& /*inputs*/) {
+  RENSA_THROW(NotImplementedError, "function '", label(),
+              "' has no forward(): override FunctionNode::forward to call apply(), or record it with record()");
+}
+
+std::vector<Variable> FunctionNode::apply(std::span<const Variable> inputs) {
+  auto self = weak_from_this().lock();
+  RENSA_CHECK(self != nullptr, ValueError, "apply: function '", label(),
+              "' must be owned by a std::shared_ptr (create it with std::make_shared)");
+  RENSA_CHECK(!applied_, ValueError, "apply: function '", label(),
+              "' was already applied; create a new node for every call");
+  applied_ = true;
+  std::vector<Array> xs;
+  xs.reserve(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    RENSA_CHECK(!inputs[i].is_null(), ValueError, "apply: input ", i, " of '", label(), "' is a null Variable");
+    xs.push_back(inputs[i].array());
+  }
+  std::vector<Array> ys;
+  {
+    auto guard = no_backprop_mode();
+    ys = forward(xs);
+  }
+  for (std::size_t j = 0; j < ys.size(); ++j) {
+    RENSA_CHECK(!ys[j].is_null(), ValueError, "apply: forward of '", label(), "' returned a null array as output ", j);
+  }
+  for (std::size_t i : retain_inputs_) {
+    RENSA_CHECK(i < inputs.size(), ValueError, "apply: '", label(), "' retains input ", i, " but has ",
+                inputs.size(), " inputs");
+  }
+  for (std::size_t j : retain_outputs_) {
+    RENSA_CHECK(j < ys.size(), ValueError, "apply: '", label(), "' retains output ", j, " but has ", ys.size(),
+                " outputs");
+  }
+  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
+    return std::vector<Variable>(ys.begin(), ys.end());
+  }
+  if (!retain_inputs_.empty()) {
+    retained_inputs_.assign(inputs.size(), Variable());
+    for (std::size_t i : retain_inputs_) retained_inputs_[i] = inputs[i];
+  }
+  std::vector<Array> kept;
+  if (!retain_outputs_.empty()) {
+    kept.resize(ys.size());
+    for (std::size_t j : retain_outputs_) kept[j] = ys[j];
+  }
+  auto outs = detail::NodeBuilder::connect(std::move(self), inputs, std::move(ys), false);
+  retained_outputs_ = std::move(kept);
+  return outs;
+}
+
 void FunctionNode::release() {
   // The input edges stay (a few small vertices): unchain_backward after a backward must still be
   // able to walk the graph and cut it, as Chainer's truncated BPTT does. The arrays go.
   retained_outputs_.clear();
   retained_outputs_.shrink_to_fit();
+  retained_inputs_.clear();
+  retained_inputs_.shrink_to_fit();
   release_saved();
   released_ = true;
 }

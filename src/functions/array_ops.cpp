@@ -6,11 +6,11 @@
 #include <sstream>
 #include <string>
 
+#include "rensa/core/function_node.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
 #include "src/functions/arg_checks.h"
-#include "src/functions/record_list.h"
 
 namespace rensa::functions {
 namespace {
@@ -168,7 +168,7 @@ Variable concat(const std::vector<Variable>& xs, int64_t axis) {
     if (i + 1 < xs.size()) bounds.push_back(at);
   }
   std::vector<Array> outs{std::move(y)};
-  return detail::record_list("concat", xs, std::move(outs), [bounds, axis](const BackwardContext& ctx) {
+  return record("concat", xs, std::move(outs), [bounds, axis](const BackwardContext& ctx) {
     return split_axis(ctx.grad_output(), bounds, axis);
   })[0];
 }
@@ -193,7 +193,7 @@ Variable stack(const std::vector<Variable>& xs, int64_t axis) {
   }
   std::vector<Array> outs{std::move(y)};
   const auto n = static_cast<int64_t>(xs.size());
-  return detail::record_list("stack", xs, std::move(outs), [n, axis](const BackwardContext& ctx) {
+  return record("stack", xs, std::move(outs), [n, axis](const BackwardContext& ctx) {
     Grads gxs = split_axis(ctx.grad_output(), n, axis);
     for (auto& g : gxs) g = squeeze(g, Shape{axis});
     return gxs;

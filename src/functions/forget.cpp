@@ -6,7 +6,7 @@
 
 #include "rensa/core/backward.h"
 #include "rensa/core/config.h"
-#include "src/functions/record_list.h"
+#include "rensa/core/function_node.h"
 
 namespace rensa::functions {
 namespace {
@@ -43,7 +43,7 @@ std::vector<Variable> forget(const ForgetFunction& func, const std::vector<Varia
   }
   std::vector<Array> outs;
   for (const auto& y : ys) outs.push_back(y.array());
-  return detail::record_list("forget", xs, std::move(outs), [func, arrays](const BackwardContext& ctx) {
+  return record("forget", xs, std::move(outs), [func, arrays](const BackwardContext& ctx) {
     RENSA_CHECK(!config().enable_backprop, NotImplementedError,
                 "forget: the backward of forget cannot be differentiated (double backprop), as in Chainer");
     const std::vector<Variable> inputs = leaves_of(arrays, true);

@@ -6,10 +6,10 @@
 #include <span>
 #include <utility>
 
+#include "rensa/core/function_node.h"
 #include "rensa/functions/array_ops.h"
 #include "src/functions/arg_checks.h"
 #include "src/functions/gather.h"
-#include "src/functions/record_list.h"
 
 namespace rensa::functions {
 namespace {
@@ -52,7 +52,7 @@ Variable pad_sequence(const std::vector<Variable>& xs, std::optional<int64_t> le
     if (li > 0) y.index({static_cast<int64_t>(i), Slice{0, li, 1}}).assign(xs[i].array());
   }
   std::vector<Array> outs{std::move(y)};
-  return detail::record_list("pad_sequence", xs, std::move(outs), [lengths](const BackwardContext& ctx) {
+  return record("pad_sequence", xs, std::move(outs), [lengths](const BackwardContext& ctx) {
     Grads gxs;
     for (std::size_t i = 0; i < lengths.size(); ++i) {
       gxs.push_back(ctx.needs_grad(i)

@@ -35,7 +35,7 @@ void write_shifted(const Array& target, const Array& base, const Array& dir, dou
 }
 
 double objective(const TestFunction& f, const std::vector<Variable>& xs, const std::vector<Array>& gys) {
-  auto guard = no_backprop_mode();
+  // Recording stays as the caller set it: a function that calls rensa::grad inside needs its graph.
   auto ys = f(xs);
   RENSA_CHECK(ys.size() == gys.size(), AssertionError, "check_backward: the function returned ", ys.size(),
               " outputs on a perturbed input but ", gys.size(), " before");
@@ -55,6 +55,8 @@ bool checked(const CheckOptions& o, std::size_t i, const Array& x) {
 
 void check_backward(const TestFunction& f, const std::vector<Array>& inputs, const std::vector<Array>& grad_outputs,
                     const CheckOptions& options) {
+  // f may differentiate inside (rensa::grad), so it always runs with recording on.
+  auto recording = force_backprop_mode();
   Generator gen(options.seed);
   // Own copies of the inputs keep the caller's arrays untouched; copies keep the layout.
   std::vector<Array> xs;
@@ -149,8 +151,9 @@ void check_backward(const TestFunction& f, const std::vector<Array>& inputs, con
       if (!dirs[i].is_null()) write_shifted(xs[i], base[i], dirs[i], s);
     }
   };
+  // Fresh variables, requiring grad as the checked ones did (a function may differentiate inside).
   std::vector<Variable> plain;
-  for (const auto& x : xs) plain.emplace_back(x);
+  for (std::size_t i = 0; i < xs.size(); ++i) plain.emplace_back(xs[i], checked(options, i, xs[i]));
   shift(options.eps);
   const double lp = objective(f, plain, gys);
   shift(-options.eps);

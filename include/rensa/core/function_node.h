@@ -43,15 +43,32 @@ class BackwardContext {
 };
 
 /// A function application in the graph. Holds its input vertices and what its backward needs.
-class FunctionNode {
+///
+/// A user-defined function subclasses it as in Chainer (docs/custom_functions.md): override
+/// label(), forward() (arrays in, arrays out) and backward() (gradients from differentiable
+/// functions, so double backprop works), then call apply() on a node made with std::make_shared.
+class FunctionNode : public std::enable_shared_from_this<FunctionNode> {
  public:
   virtual ~FunctionNode() = default;
-  /// The function's name, e.g. "linear".
+  /// The function's name, e.g. "linear"; error messages name the function by it.
   virtual const char* label() const = 0;
+  /// The outputs from the inputs' arrays (graph recording is off while it runs). Called by apply();
+  /// the default throws NotImplementedError (functions recorded with record() need none).
+  virtual std::vector<Array> forward(const std::vector<Array>& inputs);
   /// Gradients of the inputs (null where not needed), computed with differentiable functions.
   virtual std::vector<Variable> backward(const BackwardContext& ctx) = 0;
-  /// Drops what backward needs (saved arrays and captured variables).
-  virtual void release_saved() = 0;
+  /// Drops what backward needs (saved arrays and captured variables). The default drops nothing
+  /// but what retain_inputs() kept.
+  virtual void release_saved() {}
+
+  /// Chainer's FunctionNode.apply: runs forward() on the inputs' arrays and, when backprop is
+  /// enabled and some input requires grad, records this node as the outputs' creator. The node must
+  /// be owned by a std::shared_ptr (std::make_shared) and applied once; ValueError otherwise, and
+  /// when forward returns a null array.
+  std::vector<Variable> apply(std::span<const Variable> inputs);
+  std::vector<Variable> apply(std::initializer_list<Variable> inputs) {
+    return apply(std::span<const Variable>(inputs.begin(), inputs.size()));
+  }
 
   const std::vector<std::shared_ptr<detail::VariableNode>>& inputs() const { return inputs_; }
   const std::vector<std::weak_ptr<detail::VariableNode>>& outputs() const { return outputs_; }
@@ -72,9 +89,19 @@ class FunctionNode {
 
  protected:
   FunctionNode() = default;
+  /// Called from forward(): keep inputs `indexes` for backward, as variables connected to the
+  /// graph (read them with retained_inputs()). ValueError for an index past the inputs.
+  void retain_inputs(std::vector<std::size_t> indexes) { retain_inputs_ = std::move(indexes); }
+  /// Called from forward(): keep outputs `indexes` for backward (BackwardContext::output).
+  void retain_outputs(std::vector<std::size_t> indexes) { retain_outputs_ = std::move(indexes); }
+  /// The inputs kept by retain_inputs(), in input order: a null Variable for those not kept.
+  const std::vector<Variable>& retained_inputs() const { return retained_inputs_; }
 
  private:
   friend struct detail::NodeBuilder;
+  std::vector<Variable> retained_inputs_;
+  std::vector<std::size_t> retain_inputs_, retain_outputs_;
+  bool applied_ = false;
   std::vector<std::shared_ptr<detail::VariableNode>> inputs_;
   std::vector<std::weak_ptr<detail::VariableNode>> outputs_;
   std::vector<Array> retained_outputs_;
@@ -140,6 +167,18 @@ std::vector<Variable> record(const char* label, std::initializer_list<Variable> 
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
   return detail::NodeBuilder::connect(std::move(node), in, std::move(outputs), retain_outputs);
+}
+
+/// record() for a runtime number of inputs (a vector or a span of Variables).
+template <class F>
+std::vector<Variable> record(const char* label, std::span<const Variable> inputs, std::vector<Array> outputs,
+                             F&& backward, bool retain_outputs = false) {
+  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
+    return std::vector<Variable>(outputs.begin(), outputs.end());
+  }
+  using Node = detail::LambdaNode<std::decay_t<F>>;
+  auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
+  return detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
 }
 
 /// record() for a function with one output.

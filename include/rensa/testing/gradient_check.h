@@ -32,7 +32,8 @@ struct CheckOptions {
 /// stay non-contiguous); the directional derivative of sum_j <f(x)_j, gy_j> must match
 /// sum_i <grad_i, d_i> within atol + rtol * |numerical|. Integer inputs must receive no gradient.
 /// Gradients must have their inputs' shapes and dtypes. Throws rensa::AssertionError describing the
-/// mismatch. grad_outputs empty: random normal ones.
+/// mismatch. grad_outputs empty: random normal ones. f always runs with graph recording on and its
+/// checked inputs requiring grad, so it may itself call rensa::grad (a gradient as a function).
 void check_backward(const TestFunction& f, const std::vector<Array>& inputs,
                     const std::vector<Array>& grad_outputs = {}, const CheckOptions& options = {});
 
