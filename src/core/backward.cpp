@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <queue>
+#include <unordered_set>
 
 #include "rensa/core/function_node.h"
 #include "rensa/functions/basic_math.h"
@@ -84,7 +85,7 @@ class Engine {
     count_edges();
     for (auto& [node, gy] : seeds_) {
       accumulate(node, gy);
-      if (node->creator) push(node->creator);
+      if (node->creator && runs(node->creator.get())) push(node->creator);
     }
     // A seed vertex with no other consumers is final now (a leaf or a captured input).
     for (auto& [node, gy] : seeds_) {
@@ -117,9 +118,11 @@ class Engine {
     }
   }
 
-  // Counts, for each vertex, the edges into it from functions reachable from the outputs.
+  // Counts, for each vertex, the edges into it from the functions backward will run: every function
+  // reachable from the outputs, or, for rensa::grad, only those with a captured input behind them
+  // (the graph before the inputs is neither run nor released).
   void count_edges() {
-    std::vector<FunctionNode*> stack;
+    std::vector<FunctionNode*> stack, reached;
     for (auto& [node, gy] : seeds_) {
       touch(node);
       if (node->creator && node->creator->epoch != epoch_) {
@@ -130,6 +133,31 @@ class Engine {
     while (!stack.empty()) {
       FunctionNode* f = stack.back();
       stack.pop_back();
+      reached.push_back(f);
+      for (const auto& in : f->inputs()) {
+        if (!in || !in->requires_grad) continue;
+        FunctionNode* c = in->creator.get();
+        if (c && c->epoch != epoch_) {
+          c->epoch = epoch_;
+          stack.push_back(c);
+        }
+      }
+    }
+    if (!capture_nodes_.empty()) {
+      // Creators have lower generations than their consumers: one ascending pass decides each.
+      std::sort(reached.begin(), reached.end(),
+                [](const FunctionNode* a, const FunctionNode* b) { return a->generation() < b->generation(); });
+      std::erase_if(reached, [this](const FunctionNode* f) {
+        for (const auto& in : f->inputs()) {
+          if (in && in->requires_grad && (in->capture_slot >= 0 || (in->creator && needed_.count(in->creator.get()) != 0))) {
+            needed_.insert(f);
+            return false;
+          }
+        }
+        return true;
+      });
+    }
+    for (FunctionNode* f : reached) {
       RENSA_CHECK(!f->released(), ValueError, "backward: the graph through '", f->label(),
                   "' was freed by an earlier backward, which drops what each function saved. To "
                   "backpropagate through it again, pass retain_graph to that earlier backward; to start a "
@@ -139,14 +167,12 @@ class Engine {
         if (!in || !in->requires_grad) continue;
         touch(in);
         ++in->pending;
-        FunctionNode* c = in->creator.get();
-        if (c && c->epoch != epoch_) {
-          c->epoch = epoch_;
-          stack.push_back(c);
-        }
       }
     }
   }
+
+  // Whether backward runs `f` (see count_edges).
+  bool runs(const FunctionNode* f) const { return capture_nodes_.empty() || needed_.count(f) != 0; }
 
   void push(const std::shared_ptr<FunctionNode>& f) {
     if (!f->in_queue) {
@@ -246,7 +272,7 @@ class Engine {
         accumulate(in, std::move(gxs[i]));
       }
       if (--in->pending == 0) finalize(in.get());
-      if (in->creator) push(in->creator);
+      if (in->creator && runs(in->creator.get())) push(in->creator);
     }
     if (!retain_graph_) f->release();
   }
@@ -265,6 +291,7 @@ class Engine {
   std::vector<Seed> seeds_;
   std::vector<std::shared_ptr<VariableNode>> touched_;
   std::vector<VariableNode*> capture_nodes_;
+  std::unordered_set<const FunctionNode*> needed_;  // rensa::grad: the functions it runs
   std::vector<Variable> captured_;
   std::vector<GradHook*> finished_hooks_;
   std::priority_queue<std::shared_ptr<FunctionNode>, std::vector<std::shared_ptr<FunctionNode>>, NodeOrder> queue_;
