@@ -1,5 +1,5 @@
-"""Shared by the PyTorch training-step benchmarks (mlp_train_torch.py, cnn_step_torch.py): the
-flags, synthetic batches and the timed loop of bench/train_step.h, in PyTorch."""
+"""Shared by the PyTorch training-step benchmarks (mlp_train_torch.py, cnn_step_torch.py,
+lstm_lm_torch.py): the flags, synthetic batches and the timed loop of bench/train_step.h, in PyTorch."""
 import argparse
 import time
 
@@ -14,6 +14,22 @@ def parser(description, batchsize, warmup):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=warmup)
     return p
+
+
+def time_steps(label, train_step, args):
+    """Runs args.warmup untimed steps, then args.repeats timed runs, and prints the rates like rensa."""
+    for _ in range(args.warmup):
+        train_step()
+    rates = []
+    for _ in range(args.repeats):
+        steps, start = 0, time.perf_counter()
+        while time.perf_counter() - start < args.seconds:
+            train_step()
+            steps += 1
+        rates.append(steps * args.batchsize / (time.perf_counter() - start))
+    rates.sort()
+    print(f"torch {label} batch {args.batchsize} threads {args.threads}: samples/s "
+          f"min {rates[0]:.0f} median {rates[len(rates) // 2]:.0f} max {rates[-1]:.0f}")
 
 
 def run_steps(label, model, optimizer, sample_shape, args):
@@ -34,15 +50,4 @@ def run_steps(label, model, optimizer, sample_shape, args):
         optimizer.step()
         return loss.item()
 
-    for _ in range(args.warmup):
-        train_step()
-    rates = []
-    for _ in range(args.repeats):
-        steps, start = 0, time.perf_counter()
-        while time.perf_counter() - start < args.seconds:
-            train_step()
-            steps += 1
-        rates.append(steps * args.batchsize / (time.perf_counter() - start))
-    rates.sort()
-    print(f"torch {label} batch {args.batchsize} threads {args.threads}: samples/s "
-          f"min {rates[0]:.0f} median {rates[len(rates) // 2]:.0f} max {rates[-1]:.0f}")
+    time_steps(label, train_step, args)

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the training-step benchmarks (mlp_train.cpp, cnn_step.cpp): the common flags, synthetic
+// Shared by the training-step benchmarks (mlp_train.cpp, cnn_step.cpp, lstm_lm.cpp): the common flags, synthetic
 // batches, and the timed loop. Each step is optimizer.update(model({x, t})) on batches already in
 // memory; the rate is samples per second, reported as min/median/max over the repeats.
 #include <CLI/CLI.hpp>
@@ -31,24 +31,10 @@ inline void add_step_options(CLI::App& app, StepOptions& o) {
   app.add_option("--warmup", o.warmup, "Untimed steps first")->check(CLI::Range(0, 100000));
 }
 
-/// Times training steps of `model` (a Classifier) with `optimizer` (already set up) on a few
-/// distinct synthetic batches of inputs shaped (batchsize, sample_shape...) in [0, 1) and labels in
-/// 0..9, and prints "rensa <label> batch B threads T: samples/s min .. median .. max ..".
-inline void run_steps(const std::string& label, rensa::Link& model, rensa::optimizers::Optimizer& optimizer,
-                      const std::vector<int64_t>& sample_shape, const StepOptions& o) {
-  constexpr int kBatches = 4;
-  std::vector<rensa::Variable> xs, ts;
-  rensa::Shape shape{o.batchsize};
-  for (const int64_t d : sample_shape) shape.push_back(d);
-  for (int i = 0; i < kBatches; ++i) {
-    xs.emplace_back(rensa::random::uniform(shape, 0.0, 1.0, rensa::Dtype::float32));
-    ts.emplace_back(rensa::random::uniform({o.batchsize}, 0.0, 10.0).astype(rensa::Dtype::int32));
-  }
-  int64_t step = 0;
-  auto train_step = [&] {
-    const std::size_t i = static_cast<std::size_t>(step++ % kBatches);
-    optimizer.update([&] { return model(std::vector<rensa::Variable>{xs[i], ts[i]}); });
-  };
+/// Runs `o.warmup` untimed calls of `train_step`, then `o.repeats` timed runs of `o.seconds` each,
+/// and prints "rensa <label> batch B threads T: samples/s min .. median .. max ..".
+template <class Step>
+void time_steps(const std::string& label, const StepOptions& o, Step&& train_step) {
   for (int64_t i = 0; i < o.warmup; ++i) train_step();
   std::vector<double> rates;
   for (int r = 0; r < o.repeats; ++r) {
@@ -65,6 +51,26 @@ inline void run_steps(const std::string& label, rensa::Link& model, rensa::optim
   std::sort(rates.begin(), rates.end());
   std::printf("rensa %s batch %lld threads %d: samples/s min %.0f median %.0f max %.0f\n", label.c_str(),
               static_cast<long long>(o.batchsize), o.threads, rates.front(), rates[rates.size() / 2], rates.back());
+}
+
+/// Times training steps of `model` (a Classifier) with `optimizer` (already set up) on a few
+/// distinct synthetic batches of inputs shaped (batchsize, sample_shape...) in [0, 1) and labels in
+/// 0..9 (time_steps).
+inline void run_steps(const std::string& label, rensa::Link& model, rensa::optimizers::Optimizer& optimizer,
+                      const std::vector<int64_t>& sample_shape, const StepOptions& o) {
+  constexpr int kBatches = 4;
+  std::vector<rensa::Variable> xs, ts;
+  rensa::Shape shape{o.batchsize};
+  for (const int64_t d : sample_shape) shape.push_back(d);
+  for (int i = 0; i < kBatches; ++i) {
+    xs.emplace_back(rensa::random::uniform(shape, 0.0, 1.0, rensa::Dtype::float32));
+    ts.emplace_back(rensa::random::uniform({o.batchsize}, 0.0, 10.0).astype(rensa::Dtype::int32));
+  }
+  int64_t step = 0;
+  time_steps(label, o, [&] {
+    const std::size_t i = static_cast<std::size_t>(step++ % kBatches);
+    optimizer.update([&] { return model(std::vector<rensa::Variable>{xs[i], ts[i]}); });
+  });
 }
 
 }  // namespace rensa_bench
