@@ -17,8 +17,7 @@ BatchNormalization::BatchNormalization(int64_t size, BatchNormalizationOptions o
   RENSA_CHECK(options.decay >= 0.0 && options.decay <= 1.0, ValueError,
               "BatchNormalization: decay must be in [0, 1], got ", options.decay);
   RENSA_CHECK(options.eps > 0.0, ValueError, "BatchNormalization: eps must be positive, got ", options.eps);
-  RENSA_CHECK(!options.ghost_batch_size || *options.ghost_batch_size > 0, ValueError,
-              "BatchNormalization: ghost_batch_size must be positive, got ", options.ghost_batch_size.value_or(0));
+  set_ghost_batch_size(options.ghost_batch_size);
   const Dtype dtype = config().dtype;
   RENSA_CHECK(is_floating(dtype), DtypeError, "BatchNormalization: parameters need a floating dtype, the config's is ",
               dtype);
@@ -35,6 +34,12 @@ int64_t BatchNormalization::n_batches() {
 
 void BatchNormalization::start_finetuning() {
   persistent("N").fill(0.0);
+}
+
+void BatchNormalization::set_ghost_batch_size(std::optional<int64_t> ghost_batch_size) {
+  RENSA_CHECK(!ghost_batch_size || *ghost_batch_size > 0, ValueError,
+              "BatchNormalization: ghost_batch_size must be positive, got ", ghost_batch_size.value_or(0));
+  options_.ghost_batch_size = ghost_batch_size;
 }
 
 double BatchNormalization::training_decay() {
@@ -95,6 +100,7 @@ Variable BatchRenormalization::forward(const Variable& x) {
   check_input("BatchRenormalization", x);
   if (!config().train) return BatchNormalization::forward(x);
   RENSA_CHECK(!allreduce_sum(), ValueError, "BatchRenormalization: statistics over several workers are not supported");
+  RENSA_CHECK(!ghost_batch_size(), ValueError, "BatchRenormalization: ghost_batch_size is not supported");
   const double decay = training_decay();
   return F::batch_renormalization(x, gamma(), beta(), rmax_, dmax_, &avg_mean(), &avg_var(), decay, true,
                                   {options().eps});

@@ -61,6 +61,11 @@ class BatchNormalization : public Link {
   /// Resets N to 0 (Chainer's start_finetuning): the next finetune forward replaces the averages.
   void start_finetuning();
 
+  /// Sets or clears (nullopt) ghost batch normalization on a built model, as the option does: the
+  /// examples' --ghost-batch. ValueError unless positive.
+  void set_ghost_batch_size(std::optional<int64_t> ghost_batch_size);
+  const std::optional<int64_t>& ghost_batch_size() const { return options_.ghost_batch_size; }
+
   /// Takes the training-mode statistics over the batches of every worker through `allreduce_sum`
   /// (see functions::BatchNormOptions::allreduce_sum; null: this batch alone). The running variance
   /// is then unbiased with the element count over all workers. Test mode never calls it.

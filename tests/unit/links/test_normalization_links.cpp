@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,25 @@ TEST(BatchNormalizationLink, GhostErrors) {
   L::BatchNormalization bn(3, {.ghost_batch_size = 4});
   expect_error<ShapeError>([&] { bn(Variable(randn({10, 3}, Dtype::float32))); },
                            {"batch_normalization", "(10, 3)", "ghost_batch_size 4"});
+  expect_error<ValueError>([&] { bn.set_ghost_batch_size(0); }, {"BatchNormalization", "ghost_batch_size", "0"});
+  L::BatchRenormalization renorm(3);
+  renorm.set_ghost_batch_size(2);
+  expect_error<ValueError>([&] { renorm(Variable(randn({4, 3}, Dtype::float32))); },
+                           {"BatchRenormalization", "ghost_batch_size"});
+}
+
+TEST(BatchNormalizationLink, GhostSetOnABuiltLink) {
+  auto dtype_guard = using_config("dtype", Dtype::float64);
+  L::BatchNormalization set(2), built(2, {.ghost_batch_size = 2});
+  EXPECT_FALSE(set.ghost_batch_size().has_value());
+  set.set_ghost_batch_size(2);
+  EXPECT_EQ(set.ghost_batch_size(), std::optional<int64_t>(2));
+  const Variable x(randn({4, 2}, Dtype::float64, 64));
+  EXPECT_TRUE(allclose(set(x).array(), built(x).array(), 0.0, 0.0));
+  EXPECT_EQ(vec(set.avg_var()), vec(built.avg_var()));
+  set.set_ghost_batch_size(std::nullopt);  // the whole batch again
+  L::BatchNormalization plain(2);
+  EXPECT_TRUE(allclose(set(x).array(), plain(x).array(), 0.0, 0.0));
 }
 
 TEST(LayerNormalizationLink, LazyAndForward) {
