@@ -115,11 +115,11 @@ BatchNormResult ghost_batch_normalization(const char* op, const Variable& x, con
   RENSA_CHECK(g > 0, ValueError, op, ": ghost_batch_size must be positive, got ", g);
   RENSA_CHECK(!options.allreduce_sum, ValueError, op,
               ": ghost_batch_size and allreduce_sum exclude each other (statistics over sub-batches or over workers)");
-  RENSA_CHECK(!axes.empty() && axes[0] == 0, ValueError, op, ": ghost_batch_size needs axis 0 among the reduced axes, got ",
-              axes);
+  RENSA_CHECK(!axes.empty() && axes[0] == 0, ValueError, op,
+              ": ghost_batch_size needs axis 0 among the reduced axes, got ", axes);
   const int64_t n = x.shape()[0];
-  RENSA_CHECK(n % g == 0, ShapeError, op, ": x ", x.shape(), " has ", n, " examples on axis 0, not a multiple of ghost_batch_size ",
-              g);
+  RENSA_CHECK(n % g == 0, ShapeError, op, ": x ", x.shape(), " has ", n,
+              " examples on axis 0, not a multiple of ghost_batch_size ", g);
   RENSA_CHECK(n > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
   Shape split{n / g, g};
   for (std::size_t i = 1; i < x.shape().size(); ++i) split.push_back(x.shape()[i]);

@@ -62,7 +62,8 @@ int64_t recompute_batch_norm_statistics(Link& model, iterators::Iterator& it, Co
     const Array n = comm.allreduce(Array::from_vector(std::vector<int64_t>{has_batch ? 1 : 0}), ReduceOp::sum);
     const int64_t with = n.to_vector<int64_t>()[0];
     RENSA_CHECK(with == 0 || with == comm.size(), ValueError, kOp, ": batch ", step, " exists on ", with, " of ",
-                comm.size(), " ranks; a model with multi-node batch normalization needs the same number of "
+                comm.size(),
+                " ranks; a model with multi-node batch normalization needs the same number of "
                 "batches on every rank");
     ++step;
     return with > 0;

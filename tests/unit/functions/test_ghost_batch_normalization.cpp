@@ -107,8 +107,11 @@ TEST(GhostBatchNormalization, Errors) {
                            {"batch_normalization", "ghost_batch_size must be positive, got -2"});
   expect_error<ValueError>([&] { F::batch_normalization(x, none, none, ghost(2, {1})); },
                            {"batch_normalization", "axis 0", "(1,)"});
-  expect_error<ValueError>([&] { F::batch_normalization(Variable(Array::zeros({0, 3}, Dtype::float64)), none, none, ghost(2)); },
-                           {"batch_normalization", "(0, 3)", "no element"});
+  expect_error<ValueError>(
+      [&] {
+        F::batch_normalization(Variable(Array::zeros({0, 3}, Dtype::float64)), none, none, ghost(2));
+      },
+      {"batch_normalization", "(0, 3)", "no element"});
   F::BatchNormOptions both = ghost(2);
   both.allreduce_sum = [](const Variable& v) { return v; };
   expect_error<ValueError>([&] { F::batch_normalization(x, none, none, both); },

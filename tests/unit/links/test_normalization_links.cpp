@@ -131,7 +131,8 @@ TEST(BatchNormalizationLink, GhostBatchesAreKWorkersAveraged) {
   auto dtype_guard = using_config("dtype", Dtype::float64);
   L::BatchNormalization ghost(2, {.decay = 0.7, .ghost_batch_size = 2});
   std::vector<std::unique_ptr<L::BatchNormalization>> workers;
-  for (int k = 0; k < 3; ++k) workers.push_back(std::make_unique<L::BatchNormalization>(2, L::BatchNormalizationOptions{.decay = 0.7}));
+  for (int k = 0; k < 3; ++k)
+    workers.push_back(std::make_unique<L::BatchNormalization>(2, L::BatchNormalizationOptions{.decay = 0.7}));
   for (int step = 0; step < 2; ++step) {
     const Array x = randn({6, 2, 2}, Dtype::float64, 60 + step);
     const Array y = ghost(Variable(x)).array();
@@ -177,13 +178,19 @@ TEST(BatchNormalizationLink, GhostErrors) {
   expect_error<ValueError>([] { L::BatchRenormalization(3, 1.0, 0.0, {.ghost_batch_size = 2}); },
                            {"BatchRenormalization", "ghost_batch_size"});
   L::BatchNormalization bn(3, {.ghost_batch_size = 4});
-  expect_error<ShapeError>([&] { bn(Variable(randn({10, 3}, Dtype::float32))); },
-                           {"batch_normalization", "(10, 3)", "ghost_batch_size 4"});
+  expect_error<ShapeError>(
+      [&] {
+        bn(Variable(randn({10, 3}, Dtype::float32)));
+      },
+      {"batch_normalization", "(10, 3)", "ghost_batch_size 4"});
   expect_error<ValueError>([&] { bn.set_ghost_batch_size(0); }, {"BatchNormalization", "ghost_batch_size", "0"});
   L::BatchRenormalization renorm(3);
   renorm.set_ghost_batch_size(2);
-  expect_error<ValueError>([&] { renorm(Variable(randn({4, 3}, Dtype::float32))); },
-                           {"BatchRenormalization", "ghost_batch_size"});
+  expect_error<ValueError>(
+      [&] {
+        renorm(Variable(randn({4, 3}, Dtype::float32)));
+      },
+      {"BatchRenormalization", "ghost_batch_size"});
 }
 
 TEST(BatchNormalizationLink, GhostSetOnABuiltLink) {
