@@ -23,7 +23,8 @@ namespace rensa::mn {
 /// model runs its batches in step, so every rank must have the same number of batches (ValueError on
 /// every rank, at the first batch some rank lacks, otherwise).
 ///
-/// Collective: call it on every rank with the same model structure. Returns the number of batches
+/// Collective: call it on every rank with the same model structure (a rank that finishes its pass early
+/// waits for the others within the communicator's timeout). Returns the number of batches
 /// over every rank (the sum of each rank's). ValueError on every rank, before any batch, when the
 /// ranks' models differ in their batch normalizations (paths, sizes, dtypes, multi-node or not), and
 /// for a null communicator; errors of a batch as the single-process function.
