@@ -157,7 +157,7 @@ TEST(MultiNodeRecomputeBatchNormStatistics, DifferentLayersFailOnEveryRank) {
 
 constexpr int64_t kGhost = 3;
 
-TEST(GhostBatchNormalization, OneProcessEqualsKRanks) {
+TEST(GhostBatchNormalizationAgainstRanks, OneProcessEqualsKRanks) {
   auto dtype_guard = using_config("dtype", Dtype::float64);
   const int k = comm().size(), rank = comm().rank();
   const int64_t global = k * kGhost, lo = rank * kGhost, hi = lo + kGhost;
@@ -219,7 +219,7 @@ std::vector<std::vector<double>> train(bool multi, Dtype dtype) {
   return values;
 }
 
-TEST(GhostBatchNormalization, TrainingEqualsKRanks) {
+TEST(GhostBatchNormalizationAgainstRanks, TrainingEqualsKRanks) {
   EXPECT_LT(max_rel_diff(train(true, Dtype::float64), train(false, Dtype::float64)), 1e-12);
   EXPECT_LT(max_rel_diff(train(true, Dtype::float32), train(false, Dtype::float32)), 1e-5);
 }
