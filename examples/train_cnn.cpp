@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -246,11 +247,22 @@ int main(int argc, char** argv) {
                 << batchsize * n_ranks << std::endl;
     }
     if (resnet && bn_population) {
+      // Over every rank's shard under mpirun.
+      std::function<void(rensa::iterators::Iterator&)> recompute = [predictor](rensa::iterators::Iterator& pass) {
+        L::recompute_batch_norm_statistics(*predictor, pass);
+      };
+#ifdef RENSA_WITH_MN
+      if (multi) {
+        recompute = [predictor, comm](rensa::iterators::Iterator& pass) {
+          rensa::mn::recompute_batch_norm_statistics(*predictor, pass, comm);
+        };
+      }
+#endif
       // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
       trainer.extend(
-          [plain = train, batchsize, predictor](rensa::training::Trainer&) {
+          [plain = train, batchsize, recompute](rensa::training::Trainer&) {
             rensa::iterators::SerialIterator pass(plain, batchsize, {.repeat = false, .shuffle = false});
-            L::recompute_batch_norm_statistics(*predictor, pass);
+            recompute(pass);
           },
           "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
     }

@@ -2,6 +2,7 @@
 /// \file
 /// The umbrella header of rensa::mn, the multi-node layer (link rensa::mn; programs run under mpirun).
 
+#include "rensa/mn/batch_norm_statistics.h"
 #include "rensa/mn/batch_normalization.h"
 #include "rensa/mn/communicator.h"
 #include "rensa/mn/evaluator.h"

@@ -106,6 +106,32 @@ BatchNormResult batch_normalization_over_workers(const char* op, const Variable&
   return r;
 }
 
+// Ghost batch normalization: x (N, ...) viewed as (K, G, ...), each of the K sub-batches
+// normalized over its own G examples (and the other reduced axes), then gamma and beta applied.
+BatchNormResult ghost_batch_normalization(const char* op, const Variable& x, const Variable& gamma,
+                                          const Variable& beta, const BatchNormOptions& options, const Shape& axes,
+                                          const ParamShapes& ps) {
+  const int64_t g = *options.ghost_batch_size;
+  RENSA_CHECK(g > 0, ValueError, op, ": ghost_batch_size must be positive, got ", g);
+  RENSA_CHECK(!options.allreduce_sum, ValueError, op,
+              ": ghost_batch_size and allreduce_sum exclude each other (statistics over sub-batches or over workers)");
+  RENSA_CHECK(!axes.empty() && axes[0] == 0, ValueError, op,
+              ": ghost_batch_size needs axis 0 among the reduced axes, got ", axes);
+  const int64_t n = x.shape()[0];
+  RENSA_CHECK(n % g == 0, ShapeError, op, ": x ", x.shape(), " has ", n,
+              " examples on axis 0, not a multiple of ghost_batch_size ", g);
+  RENSA_CHECK(n > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
+  Shape split{n / g, g};
+  for (std::size_t i = 1; i < x.shape().size(); ++i) split.push_back(x.shape()[i]);
+  Shape sub_axes{1};
+  for (std::size_t i = 1; i < axes.size(); ++i) sub_axes.push_back(axes[i] + 1);
+  BatchNormOptions sub{options.eps};
+  sub.axes = sub_axes;
+  BatchNormResult r = batch_normalization(reshape(x, split), Variable(), Variable(), sub);
+  r.y = scale_shift(reshape(r.y, x.shape()), gamma, beta, ps.kept);
+  return r;
+}
+
 }  // namespace
 
 BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
@@ -115,6 +141,7 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
   const Shape axes = bn_axes(op, x, options.axes);
   const ParamShapes ps = param_shapes(x.shape(), axes);
   check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);
+  if (options.ghost_batch_size) return ghost_batch_normalization(op, x, gamma, beta, options, axes, ps);
   int64_t m = 1;
   for (int64_t a : axes) m *= x.shape()[static_cast<std::size_t>(a)];
   if (options.allreduce_sum) return batch_normalization_over_workers(op, x, gamma, beta, options, axes, ps, m);
@@ -153,6 +180,7 @@ Variable batch_renormalization(const Variable& x, const Variable& gamma, const V
               " and dmax ", dmax);
   RENSA_CHECK(decay >= 0.0 && decay <= 1.0, ValueError, op, ": decay must be in [0, 1], got ", decay);
   RENSA_CHECK(!options.allreduce_sum, ValueError, op, ": allreduce_sum is not supported");
+  RENSA_CHECK(!options.ghost_batch_size, ValueError, op, ": ghost_batch_size is not supported");
   const Shape axes = bn_axes(op, x, options.axes);
   const ParamShapes ps = param_shapes(x.shape(), axes);
   check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);

@@ -6,6 +6,7 @@
 #include "rensa/core/config.h"
 #include "rensa/core/error.h"
 #include "rensa/functions/basic_math.h"
+#include "rensa/functions/reduction.h"
 
 namespace rensa::links {
 namespace F = rensa::functions;
@@ -16,6 +17,7 @@ BatchNormalization::BatchNormalization(int64_t size, BatchNormalizationOptions o
   RENSA_CHECK(options.decay >= 0.0 && options.decay <= 1.0, ValueError,
               "BatchNormalization: decay must be in [0, 1], got ", options.decay);
   RENSA_CHECK(options.eps > 0.0, ValueError, "BatchNormalization: eps must be positive, got ", options.eps);
+  set_ghost_batch_size(options.ghost_batch_size);
   const Dtype dtype = config().dtype;
   RENSA_CHECK(is_floating(dtype), DtypeError, "BatchNormalization: parameters need a floating dtype, the config's is ",
               dtype);
@@ -32,6 +34,12 @@ int64_t BatchNormalization::n_batches() {
 
 void BatchNormalization::start_finetuning() {
   persistent("N").fill(0.0);
+}
+
+void BatchNormalization::set_ghost_batch_size(std::optional<int64_t> ghost_batch_size) {
+  RENSA_CHECK(!ghost_batch_size || *ghost_batch_size > 0, ValueError,
+              "BatchNormalization: ghost_batch_size must be positive, got ", ghost_batch_size.value_or(0));
+  options_.ghost_batch_size = ghost_batch_size;
 }
 
 double BatchNormalization::training_decay() {
@@ -57,13 +65,20 @@ Variable BatchNormalization::forward(const Variable& x) {
   }
   F::BatchNormOptions bn_options{options_.eps};
   bn_options.allreduce_sum = allreduce_sum_;
+  bn_options.ghost_batch_size = options_.ghost_batch_size;
   F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, bn_options);
   const double decay = training_decay();
-  // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch).
+  // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch,
+  // or over one ghost sub-batch).
   const int64_t m = r.count;
   const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
   {
     auto guard = no_backprop_mode();
+    if (options_.ghost_batch_size) {
+      // One update with the sub-batches' mean statistics: the mean of K workers' updates.
+      r.mean = F::mean(Variable(r.mean), Shape{0}).array();
+      r.var = F::mean(Variable(r.var), Shape{0}).array();
+    }
     const Variable new_mean =
         F::add(F::mul(Variable(mean), decay), F::mul(Variable(r.mean.astype(mean.dtype())), 1.0 - decay));
     const Variable new_var =
@@ -78,12 +93,14 @@ BatchRenormalization::BatchRenormalization(int64_t size, double rmax, double dma
     : BatchNormalization(size, options), rmax_(rmax), dmax_(dmax) {
   RENSA_CHECK(rmax >= 1.0 && dmax >= 0.0, ValueError, "BatchRenormalization: need rmax >= 1 and dmax >= 0, got rmax ",
               rmax, " and dmax ", dmax);
+  RENSA_CHECK(!options.ghost_batch_size, ValueError, "BatchRenormalization: ghost_batch_size is not supported");
 }
 
 Variable BatchRenormalization::forward(const Variable& x) {
   check_input("BatchRenormalization", x);
   if (!config().train) return BatchNormalization::forward(x);
   RENSA_CHECK(!allreduce_sum(), ValueError, "BatchRenormalization: statistics over several workers are not supported");
+  RENSA_CHECK(!ghost_batch_size(), ValueError, "BatchRenormalization: ghost_batch_size is not supported");
   const double decay = training_decay();
   return F::batch_renormalization(x, gamma(), beta(), rmax_, dmax_, &avg_mean(), &avg_var(), decay, true,
                                   {options().eps});

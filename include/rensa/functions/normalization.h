@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "rensa/core/array.h"
 #include "rensa/core/variable.h"
@@ -30,12 +31,20 @@ struct BatchNormOptions {
   /// worker: on the sums of x with the element count appended, then on the sums of squared
   /// deviations from the global mean. rensa::mn installs one that allreduces over a communicator.
   std::function<Variable(const Variable&)> allreduce_sum = nullptr;
+  /// batch_normalization only: ghost batch normalization (Hoffer et al. 2017). The statistics are
+  /// taken over each run of this many consecutive examples along axis 0 separately, as K = N / G
+  /// workers with G examples each would take them. nullopt: over the whole batch. ValueError unless
+  /// positive, when allreduce_sum is set too, or when options.axes leaves out axis 0; ShapeError
+  /// unless it divides x's axis 0.
+  std::optional<int64_t> ghost_batch_size = std::nullopt;
 };
 
 /// What batch_normalization gives: the output and the batch statistics it used (shaped as gamma),
 /// for a link to update its running averages. `var` is the biased (population) variance of the batch;
 /// `count` the number of elements each statistic is taken over (over every worker with
-/// allreduce_sum), for the unbiased variance var * count / (count - 1).
+/// allreduce_sum), for the unbiased variance var * count / (count - 1). With ghost_batch_size, `mean`
+/// and `var` have a leading axis of the K sub-batches, (K, ...gamma's shape), and `count` is per
+/// sub-batch.
 struct BatchNormResult {
   Variable y;
   Array mean;

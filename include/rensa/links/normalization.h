@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "rensa/functions/normalization.h"
@@ -24,6 +25,10 @@ struct BatchNormalizationOptions {
   bool use_beta = true;
   /// Population-statistics mode from the start (see BatchNormalization::set_finetune).
   bool finetune = false;
+  /// Ghost batch normalization: in training mode, statistics over each run of this many consecutive
+  /// examples (functions::BatchNormOptions::ghost_batch_size), so that one process with batch B
+  /// computes what K = B / G workers with batch G each compute. nullopt: the whole batch.
+  std::optional<int64_t> ghost_batch_size = std::nullopt;
 };
 
 /// Batch normalization over every axis but axis 1 of x (N, C) or (N, C, H, W): parameters gamma and
@@ -36,9 +41,15 @@ struct BatchNormalizationOptions {
 /// counts N += 1 and uses decay = 1 - 1/N, so the running averages become the exact mean of the
 /// per-batch statistics seen since N was reset (over a pass of the data with equal batches: the
 /// population mean and the mean of the unbiased batch variances), instead of a moving average.
+///
+/// Ghost batch normalization (options.ghost_batch_size G; Chainer has none): each of the K = N / G
+/// sub-batches is normalized with its own statistics, and each training-mode forward makes one update
+/// of the running averages with the mean over the K sub-batches of their statistics (their means,
+/// their unbiased variances): the mean over K workers of the running averages that K workers, each
+/// with one sub-batch and the same initial averages, would hold. ShapeError when G does not divide N.
 class BatchNormalization : public Link {
  public:
-  /// ValueError for a negative size, decay outside [0, 1] or eps <= 0.
+  /// ValueError for a negative size, decay outside [0, 1], eps <= 0 or ghost_batch_size <= 0.
   explicit BatchNormalization(int64_t size, BatchNormalizationOptions options = {});
 
   Variable forward(const Variable& x) override;
@@ -50,10 +61,16 @@ class BatchNormalization : public Link {
   /// Resets N to 0 (Chainer's start_finetuning): the next finetune forward replaces the averages.
   void start_finetuning();
 
+  /// Sets or clears (nullopt) ghost batch normalization on a built model, as the option does: the
+  /// examples' --ghost-batch. ValueError unless positive.
+  void set_ghost_batch_size(std::optional<int64_t> ghost_batch_size);
+  const std::optional<int64_t>& ghost_batch_size() const { return options_.ghost_batch_size; }
+
   /// Takes the training-mode statistics over the batches of every worker through `allreduce_sum`
   /// (see functions::BatchNormOptions::allreduce_sum; null: this batch alone). The running variance
   /// is then unbiased with the element count over all workers. Test mode never calls it.
-  /// rensa::mn::MultiNodeBatchNormalization and convert_batch_normalization install one.
+  /// rensa::mn::MultiNodeBatchNormalization and convert_batch_normalization install one. Training-mode
+  /// forward refuses it together with ghost_batch_size (ValueError).
   void set_allreduce_sum(std::function<Variable(const Variable&)> allreduce_sum) {
     allreduce_sum_ = std::move(allreduce_sum);
   }
@@ -88,7 +105,8 @@ class BatchNormalization : public Link {
 /// of BatchNormalization; in training mode functions::batch_renormalization with avg_mean and
 /// avg_var as the running statistics (updated in place), in test mode as BatchNormalization.
 /// rmax = 1 and dmax = 0 (Chainer's defaults) make it batch normalization. ValueError unless
-/// rmax >= 1 and dmax >= 0; statistics over several workers (set_allreduce_sum) are refused.
+/// rmax >= 1 and dmax >= 0, and for ghost_batch_size; statistics over several workers (set_allreduce_sum)
+/// are refused.
 class BatchRenormalization : public BatchNormalization {
  public:
   BatchRenormalization(int64_t size, double rmax = 1.0, double dmax = 0.0, BatchNormalizationOptions options = {});

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,6 +123,88 @@ TEST(BatchNormalizationLink, Errors) {
   expect_error<ValueError>([] { L::BatchNormalization(3, {.eps = 0}); }, {"BatchNormalization", "eps"});
   L::BatchNormalization bn(3);
   expect_error<ShapeError>([&] { bn(Variable(randn({4, 2}, Dtype::float32))); }, {"BatchNormalization", "(4, 2)"});
+}
+
+TEST(BatchNormalizationLink, GhostBatchesAreKWorkersAveraged) {
+  // One link with ghost batches of 2 against K = 3 links with one sub-batch each: outputs are the
+  // sub-batches' own, and the running averages the mean of the K links' (over two steps).
+  auto dtype_guard = using_config("dtype", Dtype::float64);
+  L::BatchNormalization ghost(2, {.decay = 0.7, .ghost_batch_size = 2});
+  std::vector<std::unique_ptr<L::BatchNormalization>> workers;
+  for (int k = 0; k < 3; ++k)
+    workers.push_back(std::make_unique<L::BatchNormalization>(2, L::BatchNormalizationOptions{.decay = 0.7}));
+  for (int step = 0; step < 2; ++step) {
+    const Array x = randn({6, 2, 2}, Dtype::float64, 60 + step);
+    const Array y = ghost(Variable(x)).array();
+    std::vector<double> mean(2, 0.0), var(2, 0.0);
+    for (int k = 0; k < 3; ++k) {
+      const Array yk = (*workers[k])(Variable(x.slice(0, 2 * k, 2 * k + 2).copy())).array();
+      EXPECT_TRUE(allclose(y.slice(0, 2 * k, 2 * k + 2), yk, 1e-12, 1e-12));
+      for (int c = 0; c < 2; ++c) {
+        mean[c] += vec(workers[k]->avg_mean())[c] / 3;
+        var[c] += vec(workers[k]->avg_var())[c] / 3;
+      }
+    }
+    for (int c = 0; c < 2; ++c) {
+      EXPECT_NEAR(vec(ghost.avg_mean())[c], mean[c], 1e-12);
+      EXPECT_NEAR(vec(ghost.avg_var())[c], var[c], 1e-12);
+    }
+  }
+  // Test mode ignores the sub-batches: any batch size.
+  auto test = using_config("train", false);
+  EXPECT_EQ(ghost(Variable(randn({5, 2}, Dtype::float64, 62))).shape(), (Shape{5, 2}));
+}
+
+TEST(BatchNormalizationLink, GhostFinetuneCountsForwards) {
+  auto dtype_guard = using_config("dtype", Dtype::float64);
+  L::BatchNormalization bn(2, {.finetune = true, .ghost_batch_size = 2});
+  const Array x = randn({4, 2}, Dtype::float64, 63);
+  bn(Variable(x));
+  EXPECT_EQ(bn.n_batches(), 1);
+  // The mean of the two sub-batches' means and unbiased (2 / 1) variances.
+  const auto r = F::batch_normalization(Variable(x), Variable(), Variable(), {.ghost_batch_size = 2});
+  const auto m = vec(r.mean), v = vec(r.var);
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_NEAR(vec(bn.avg_mean())[c], (m[c] + m[2 + c]) / 2, 1e-12);
+    EXPECT_NEAR(vec(bn.avg_var())[c], (v[c] + v[2 + c]), 1e-12);
+  }
+}
+
+TEST(BatchNormalizationLink, GhostErrors) {
+  expect_error<ValueError>([] { L::BatchNormalization(3, {.ghost_batch_size = 0}); },
+                           {"BatchNormalization", "ghost_batch_size must be positive, got 0"});
+  expect_error<ValueError>([] { L::BatchNormalization(3, {.ghost_batch_size = -4}); },
+                           {"BatchNormalization", "ghost_batch_size must be positive, got -4"});
+  expect_error<ValueError>([] { L::BatchRenormalization(3, 1.0, 0.0, {.ghost_batch_size = 2}); },
+                           {"BatchRenormalization", "ghost_batch_size"});
+  L::BatchNormalization bn(3, {.ghost_batch_size = 4});
+  expect_error<ShapeError>(
+      [&] {
+        bn(Variable(randn({10, 3}, Dtype::float32)));
+      },
+      {"batch_normalization", "(10, 3)", "ghost_batch_size 4"});
+  expect_error<ValueError>([&] { bn.set_ghost_batch_size(0); }, {"BatchNormalization", "ghost_batch_size", "0"});
+  L::BatchRenormalization renorm(3);
+  renorm.set_ghost_batch_size(2);
+  expect_error<ValueError>(
+      [&] {
+        renorm(Variable(randn({4, 3}, Dtype::float32)));
+      },
+      {"BatchRenormalization", "ghost_batch_size"});
+}
+
+TEST(BatchNormalizationLink, GhostSetOnABuiltLink) {
+  auto dtype_guard = using_config("dtype", Dtype::float64);
+  L::BatchNormalization set(2), built(2, {.ghost_batch_size = 2});
+  EXPECT_FALSE(set.ghost_batch_size().has_value());
+  set.set_ghost_batch_size(2);
+  EXPECT_EQ(set.ghost_batch_size(), std::optional<int64_t>(2));
+  const Variable x(randn({4, 2}, Dtype::float64, 64));
+  EXPECT_TRUE(allclose(set(x).array(), built(x).array(), 0.0, 0.0));
+  EXPECT_EQ(vec(set.avg_var()), vec(built.avg_var()));
+  set.set_ghost_batch_size(std::nullopt);  // the whole batch again
+  L::BatchNormalization plain(2);
+  EXPECT_TRUE(allclose(set(x).array(), plain(x).array(), 0.0, 0.0));
 }
 
 TEST(LayerNormalizationLink, LazyAndForward) {
