@@ -7,7 +7,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/SmokeChecks.cmake)
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
-smoke_run(TRUE "${TRAIN_CHAR_LM}" --epoch 3 --unit 128 --batchsize 16 --bproplen 20 --lr 0.005 --out result)
+smoke_run(TRUE "${TRAIN_CHAR_LM}" --epoch 3 --unit 128 --batchsize 16 --bproplen 20 --dropout 0 --out result)
 smoke_expect_file(result/log "the run did not write result/log")
 file(READ "${WORK_DIR}/result/log" log)
 string(JSON entries LENGTH "${log}")
