@@ -6,7 +6,6 @@
 //   build/release/examples/seq2seq --epoch 20
 //   build/release/examples/seq2seq --max-length 12 --unit 256 --train-size 50000
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -54,7 +53,9 @@ std::vector<Array> convert(const rensa::iterators::Batch& batch, rensa::Device d
   return out;
 }
 
-std::vector<int32_t> ids(const Variable& x) { return x.array().astype(rensa::Dtype::int32).to_vector<int32_t>(); }
+std::vector<int32_t> ids(const Variable& x) {
+  return x.array().astype(rensa::Dtype::int32).to_vector<int32_t>();
+}
 
 // Embeds every sequence with one lookup (Chainer's sequence_embed).
 std::vector<Variable> sequence_embed(L::EmbedID& embed, const std::vector<std::vector<int32_t>>& seqs) {
@@ -171,8 +172,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--dropout", dropout, "Dropout ratio between LSTM layers")->check(CLI::Range(0.0, 0.99));
   app.add_option("-o,--out", out, "Directory for the log");
-  app.add_option("--seed", seed, "Seed of the data, initialization and shuffling")->check(CLI::Validator(
-      [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; }, "UINT64"));
+  app.add_option("--seed", seed, "Seed of the data, initialization and shuffling")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
+          "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 

@@ -9,7 +9,6 @@
 //   build/release/examples/train_char_lm --epoch 20
 //   build/release/examples/train_char_lm --text book.txt --unit 256 --layer 2 --epoch 10
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -158,8 +157,10 @@ int main(int argc, char** argv) {
   app.add_option("-c,--gradclip", gradclip, "Clip the gradients' L2 norm to this")->check(CLI::PositiveNumber);
   app.add_option("--dropout", dropout, "Dropout ratio on each layer's input")->check(CLI::Range(0.0, 0.99));
   app.add_option("-o,--out", out, "Directory for the log");
-  app.add_option("--seed", seed, "Seed of initialization and dropout")->check(CLI::Validator(
-      [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; }, "UINT64"));
+  app.add_option("--seed", seed, "Seed of initialization and dropout")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
+          "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 

@@ -130,10 +130,10 @@ TEST(Evaluator, EvalHookRunsBeforeEachEvaluation) {
   std::vector<int> calls_seen;
   E::Evaluator* hooked = nullptr;
   E::Evaluator evaluator(it, link, {.eval_hook = [&](E::Evaluator& e) {
-                                      EXPECT_FALSE(rensa::config().train);
-                                      hooked = &e;
-                                      calls_seen.push_back(link.calls);
-                                    }});
+                           EXPECT_FALSE(rensa::config().train);
+                           hooked = &e;
+                           calls_seen.push_back(link.calls);
+                         }});
   evaluator.evaluate();
   evaluator.evaluate();
   EXPECT_EQ(hooked, &evaluator);
