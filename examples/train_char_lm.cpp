@@ -14,11 +14,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -164,12 +165,19 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   CLI11_PARSE(app, argc, argv);
 
-  std::ifstream file(text_path, std::ios::binary);
-  if (!file) {
-    std::cerr << "train_char_lm: cannot read --text " << text_path << ": " << std::strerror(errno) << '\n';
-    return 1;
+  std::string text;
+  {
+    std::ifstream file(text_path, std::ios::binary);
+    std::error_code ec;
+    if (!file || std::filesystem::is_directory(text_path, ec)) {
+      std::cerr << "train_char_lm: cannot read --text " << text_path << ": "
+                << (file ? "it is a directory" : std::strerror(errno)) << '\n';
+      return 1;
+    }
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    text = bytes.str();
   }
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   // The first 90% trains, the rest validates; every row of a batch needs a whole BPTT window.
   const auto n_val = static_cast<int64_t>(text.size()) / 10;
   const auto n_train = static_cast<int64_t>(text.size()) - n_val;
