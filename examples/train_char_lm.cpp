@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
               << " and the rest at least 2\n";
     return 1;
   }
+  // One id per byte that occurs anywhere in the text (validation included), in byte order.
   std::array<int32_t, 256> id{};
   id.fill(-1);
   for (unsigned char c : text) id[c] = 0;
