@@ -15,7 +15,8 @@ Evaluator::Evaluator(iterators::Iterator& iterator, std::map<std::string, Link*>
       targets_(std::move(targets)),
       converter_(std::move(options.converter)),
       device_(options.device),
-      eval_func_(std::move(options.eval_func)) {
+      eval_func_(std::move(options.eval_func)),
+      eval_hook_(std::move(options.eval_hook)) {
   for (const auto& [name, link] : targets_) {
     RENSA_CHECK(link != nullptr, ValueError, "Evaluator: target '", name, "' is null");
   }
@@ -44,6 +45,7 @@ training::DictSummary Evaluator::evaluate_summary() {
   training::DictSummary summary;
   auto train_off = using_config("train", false);
   auto no_backprop = no_backprop_mode();
+  if (eval_hook_ != nullptr) eval_hook_(*this);  // in test mode, as Chainer's
   iterator_->reset();
   Link* main = targets_.count("main") == 1 ? targets_.at("main") : nullptr;
   while (true) {

@@ -3,6 +3,7 @@
 /// Evaluator: runs a model over a validation set and reports the mean of what it reports
 /// (Chainer's Evaluator).
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -15,6 +16,8 @@
 
 namespace rensa::extensions {
 
+class Evaluator;
+
 /// Options of Evaluator.
 struct EvaluatorOptions {
   /// Batch to arrays; null means datasets::concat_examples.
@@ -24,9 +27,12 @@ struct EvaluatorOptions {
   /// Evaluates one batch (reporting what it measures); null means the "main" target link called
   /// with all the columns.
   training::LossFunction eval_func = nullptr;
+  /// Called with the evaluator at the start of each evaluation (in test mode, before the iterator
+  /// is reset): Chainer's eval_hook, e.g. to reset a recurrent model's state; null: none.
+  std::function<void(Evaluator&)> eval_hook = nullptr;
 };
 
-/// Resets the iterator, runs every batch through the evaluation function in test mode
+/// Calls the eval_hook, resets the iterator, runs every batch through the evaluation function in test mode
 /// (Config::train false) without recording graphs, and averages each reported value over the
 /// examples: batch results are weighted by the batch size, so a short last batch counts for what
 /// it holds. Targets report under "<name>/<target name>/" ("validation/main/loss" with the default
@@ -60,6 +66,7 @@ class Evaluator : public training::Extension {
   training::Converter converter_;
   Device device_;
   training::LossFunction eval_func_;
+  std::function<void(Evaluator&)> eval_hook_;
 };
 
 }  // namespace rensa::extensions

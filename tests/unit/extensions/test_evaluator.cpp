@@ -121,6 +121,25 @@ TEST(Evaluator, ClassifierInTrainerReportsValidationKeys) {
   EXPECT_EQ(trainer.get_extension("validation").default_name(), "validation");
 }
 
+// Chainer's eval_hook: called once per evaluation, in test mode, before the first batch (a
+// recurrent model resets its state there).
+TEST(Evaluator, EvalHookRunsBeforeEachEvaluation) {
+  auto data = counting(10);
+  rensa::iterators::SerialIterator it(data, 4, {.repeat = false, .shuffle = false, .seed = 0});
+  MeanReporter link;
+  std::vector<int> calls_seen;
+  E::Evaluator* hooked = nullptr;
+  E::Evaluator evaluator(it, link, {.eval_hook = [&](E::Evaluator& e) {
+                           EXPECT_FALSE(rensa::config().train);
+                           hooked = &e;
+                           calls_seen.push_back(link.calls);
+                         }});
+  evaluator.evaluate();
+  evaluator.evaluate();
+  EXPECT_EQ(hooked, &evaluator);
+  EXPECT_EQ(calls_seen, (std::vector<int>{0, 3}));
+}
+
 TEST(Evaluator, CustomEvalFunctionNameAndTargets) {
   TempDir dir("evaluator");
   auto data = counting(6);
