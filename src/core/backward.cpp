@@ -149,7 +149,7 @@ class Engine {
                 [](const FunctionNode* a, const FunctionNode* b) { return a->generation() < b->generation(); });
       std::erase_if(reached, [this](const FunctionNode* f) {
         for (const auto& in : f->inputs()) {
-          if (in && in->requires_grad && (in->capture_slot >= 0 || (in->creator && needed_.count(in->creator.get()) != 0))) {
+          if (in && in->requires_grad && (captured_here(in.get()) || (in->creator && needed_.count(in->creator.get()) != 0))) {
             needed_.insert(f);
             return false;
           }
@@ -169,6 +169,13 @@ class Engine {
         ++in->pending;
       }
     }
+  }
+
+  // Whether `n` is an input of this rensa::grad (a grad run inside a backward, as fused functions do
+  // for double backprop, must not mistake the outer one's inputs for its own).
+  bool captured_here(const VariableNode* n) const {
+    const auto slot = static_cast<std::size_t>(n->capture_slot);
+    return n->capture_slot >= 0 && slot < capture_nodes_.size() && capture_nodes_[slot] == n;
   }
 
   // Whether backward runs `f` (see count_edges).
@@ -193,7 +200,7 @@ class Engine {
 
   // The vertex's gradient is complete: deliver it (leaf), capture it, or keep it (retain_grad).
   void finalize(VariableNode* n) {
-    if (n->capture_slot >= 0) {
+    if (captured_here(n)) {
       if (n->grad_acc) captured_[static_cast<std::size_t>(n->capture_slot)] = Variable(n->grad_acc);
       return;
     }
@@ -237,7 +244,7 @@ class Engine {
       auto n = outs[i].lock();
       if (n && n->epoch == epoch_ && n->grad_acc) {
         gys[i] = Variable(n->grad_acc);
-        if (n->capture_slot < 0 && !(retain_grad_ || var_retains(n.get()))) n->grad_acc.reset();
+        if (!captured_here(n.get()) && !(retain_grad_ || var_retains(n.get()))) n->grad_acc.reset();
         any = true;
       }
     }

@@ -10,6 +10,7 @@
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/noise.h"
 #include "src/functions/common.h"
+#include "src/functions/lstm_fused.h"
 
 namespace rensa::functions {
 namespace {
@@ -121,6 +122,44 @@ Pass run(Cell cell, const std::vector<Variable>& xs, Variable h, Variable c, con
   return p;
 }
 
+// The n_step LSTMs on the fused layer: per layer and direction one matrix product for every
+// step's input projection and one function node for the recurrence; ys split per step at the end.
+NStepResult lstm_layers(bool bi, int64_t n_layers, double dropout_ratio, const std::vector<Variable>& h0,
+                        const std::vector<Variable>& c0, const std::vector<std::vector<Variable>>& ws,
+                        const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+  const int64_t dirs = bi ? 2 : 1;
+  std::vector<int64_t> sizes, splits;
+  int64_t rows = 0;
+  for (const auto& x : xs) {
+    if (rows > 0) splits.push_back(rows);
+    sizes.push_back(x.shape()[0]);
+    rows += x.shape()[0];
+  }
+  Variable x = xs.size() == 1 ? xs[0] : concat(xs, 0);
+  std::vector<Variable> hys, cys;
+  for (int64_t layer = 0; layer < n_layers; ++layer) {
+    if (layer > 0 && dropout_ratio > 0.0) x = dropout(x, dropout_ratio);
+    std::vector<Variable> outs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      const auto idx = static_cast<std::size_t>(layer * dirs + d);
+      const auto& w = ws[idx];
+      const auto& b = bs[idx];
+      const Variable w_x = concat({w[0], w[1], w[2], w[3]}, 0), w_h = concat({w[4], w[5], w[6], w[7]}, 0);
+      const Variable bias = add(concat({b[0], b[1], b[2], b[3]}, 0), concat({b[4], b[5], b[6], b[7]}, 0));
+      auto l = detail::lstm_layer(linear(x, w_x, bias), sizes, w_h, h0[idx], c0[idx], d == 1);
+      outs.push_back(l.ys);
+      hys.push_back(l.h);
+      cys.push_back(l.c);
+    }
+    x = bi ? concat(outs, 1) : outs[0];
+  }
+  NStepResult r;
+  r.hy = stack(hys, 0);
+  r.cy = stack(cys, 0);
+  r.ys = splits.empty() ? std::vector<Variable>{x} : split_axis(x, splits, 0);
+  return r;
+}
+
 NStepResult n_step(const char* op, Cell cell, bool bi, int64_t n_layers, double dropout_ratio, const Variable& hx,
                    const Variable& cx, const std::vector<std::vector<Variable>>& ws,
                    const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
@@ -174,6 +213,7 @@ NStepResult n_step(const char* op, Cell cell, bool bi, int64_t n_layers, double 
   };
   const auto h0 = unstack(hx);
   const std::vector<Variable> c0 = cell == Cell::lstm ? unstack(cx) : std::vector<Variable>(h0.size());
+  if (cell == Cell::lstm) return lstm_layers(bi, n_layers, dropout_ratio, h0, c0, ws, bs, xs);
   for (int64_t layer = 0; layer < n_layers; ++layer) {
     if (layer > 0 && dropout_ratio > 0.0) {
       for (auto& x : layer_in) x = dropout(x, dropout_ratio);
@@ -216,10 +256,14 @@ std::pair<Variable, Variable> lstm(const Variable& c_prev, const Variable& x) {
     c_use = parts[0];
     c_rest = parts[1];
   }
-  const Variable a = tanh(interleaved_gate(x, 4, 0)), i = sigmoid(interleaved_gate(x, 4, 1));
-  const Variable f = sigmoid(interleaved_gate(x, 4, 2)), o = sigmoid(interleaved_gate(x, 4, 3));
-  const Variable c = add(mul(a, i), mul(f, c_use));
-  const Variable h = mul(o, tanh(c));
+  if (x.ndim() != 2) {  // (B, 4H, ...): the composite form
+    const Variable a = tanh(interleaved_gate(x, 4, 0)), i = sigmoid(interleaved_gate(x, 4, 1));
+    const Variable f = sigmoid(interleaved_gate(x, 4, 2)), o = sigmoid(interleaved_gate(x, 4, 3));
+    const Variable c = add(mul(a, i), mul(f, c_use));
+    const Variable h = mul(o, tanh(c));
+    return {c_rest.is_null() ? c : concat({c, c_rest}, 0), h};
+  }
+  auto [c, h] = detail::lstm_cell(c_use, x, LstmGates{});
   return {c_rest.is_null() ? c : concat({c, c_rest}, 0), h};
 }
 

@@ -98,6 +98,15 @@ struct Pool2dParams {
   int64_t pad_y = 0, pad_x = 0;
 };
 
+/// Where an LSTM cell's four gates sit in a row of its pre-activations: unit j's gate g is column
+/// j * unit_stride + g. Chainer's lstm interleaves a, i, f, o per unit (stride 4, offsets 0 to 3);
+/// the n_step networks keep blocks of H columns in the order i, f, a, o (stride 1, offsets 2H, 0,
+/// H, 3H).
+struct LstmGates {
+  int64_t unit_stride = 4;
+  int64_t a = 0, i = 1, f = 2, o = 3;
+};
+
 /// The kernels a backend provides. Shapes are checked before a kernel is called: inputs of
 /// elementwise kernels are already broadcast to the output's shape.
 struct KernelTable {
@@ -138,6 +147,17 @@ struct KernelTable {
   /// indices accumulating in order of m (16-bit floats in float, rounded once); idx (M,) int64; one
   /// dtype, x any strides, y contiguous. IndexError (before writing) when an index is outside [0, N).
   void (*scatter_add)(const Array& x, const Array& idx, const Array& y) = nullptr;
+  /// One LSTM step for B rows of H units; every array contiguous, of one floating dtype. With z = x
+  /// + r (x, r (B, 4H); r may be a null Array): a = tanh(z_a); i, f, o = sigmoid(z_i, z_f, z_o);
+  /// c = a i + f c_prev; h = o tanh(c). act (B, 4H) receives a, i, f, o in x's layout; c_prev, c,
+  /// h are (B, H).
+  void (*lstm_forward)(const Array& x, const Array& r, const Array& c_prev, const Array& act, const Array& c,
+                       const Array& h, const LstmGates& gates) = nullptr;
+  /// The gradient of lstm_forward: from its act, c_prev and c and the gradients gc, gh (B, H) of c
+  /// and h (either may be a null Array: zero), gx (B, 4H, act's layout) of the pre-activations z
+  /// and gc_prev (B, H) of c_prev. Same dtype and contiguity rules.
+  void (*lstm_backward)(const Array& act, const Array& c_prev, const Array& c, const Array& gc, const Array& gh,
+                        const Array& gx, const Array& gc_prev, const LstmGates& gates) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions
@@ -173,7 +193,7 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(scan) X(take) X(scatter_add)                                                                          \
+      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward)                                         \
       X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)

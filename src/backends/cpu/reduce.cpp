@@ -49,6 +49,29 @@ A reduce_run(ReduceOp op, const T* p, int64_t n, int64_t stride) {
     for (int64_t i = 0; i < n; ++i) acc += static_cast<A>(static_cast<compute_t<T>>(p[i]));
     return acc;
   }
+  if constexpr (std::is_floating_point_v<A>) {
+    // max and min of a contiguous run vectorized (softmax's max over a 10000-class row); a NaN
+    // anywhere is the result, as in the scalar loop.
+    if ((op == ReduceOp::max || op == ReduceOp::min) && stride == 1) {
+      int nan = 0;
+      if (op == ReduceOp::max) {
+#pragma omp simd reduction(max : acc) reduction(| : nan)
+        for (int64_t i = 0; i < n; ++i) {
+          const A v = static_cast<A>(static_cast<compute_t<T>>(p[i]));
+          acc = v > acc ? v : acc;
+          nan |= v != v;
+        }
+      } else {
+#pragma omp simd reduction(min : acc) reduction(| : nan)
+        for (int64_t i = 0; i < n; ++i) {
+          const A v = static_cast<A>(static_cast<compute_t<T>>(p[i]));
+          acc = v < acc ? v : acc;
+          nan |= v != v;
+        }
+      }
+      return nan != 0 ? std::numeric_limits<A>::quiet_NaN() : acc;
+    }
+  }
   for (int64_t i = 0; i < n; ++i) acc = combine(op, acc, static_cast<A>(static_cast<compute_t<T>>(p[i * stride])));
   return acc;
 }

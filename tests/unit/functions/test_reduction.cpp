@@ -420,6 +420,16 @@ TEST(ReductionValues, ArgFirstOccurrenceAndNan) {
     expect_values(F::min(inf), {-kInf});
     EXPECT_EQ(F::argmin(inf).array().item<int64_t>(), 0);
     expect_values(F::max(Variable(Array::from_vector<double>({-kInf, -kInf}).to(dev))), {-kInf});
+    // Rows longer than a vector register, float32 (the cpu backend's vectorized max and min): the
+    // extreme at the end, and a NaN in the middle of one row only.
+    std::vector<float> rows(3 * 100);
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+    rows[99] = 500.0f;
+    rows[100] = -500.0f;
+    rows[137] = std::numeric_limits<float>::quiet_NaN();
+    Variable r(Array::from_vector<float>(rows, {3, 100}).to(dev));
+    expect_values(F::max(r, Shape{1}), {500, kNan, static_cast<double>(*std::max_element(rows.begin() + 200, rows.end()))});
+    expect_values(F::min(r, Shape{1}), {-50, kNan, -50});
   }
 }
 

@@ -172,6 +172,37 @@ TEST(Rnn, Conforms) {
   }
 }
 
+// Two stacked layers over three steps whose batch shrinks: the fused layer's state handling
+// between layers and across steps, first and second order.
+TEST(Rnn, NStepLstmTwoLayersShrinkingBatch) {
+  rensa::test::FunctionCase c{
+      .name = "n_step_lstm_2_layers",
+      .f = [](const Vars& v) {
+        // v: hx, cx, x0, x1, x2, then 16 weights and 16 biases.
+        Weights ws(2), bs(2);
+        for (std::size_t l = 0; l < 2; ++l) {
+          for (std::size_t k = 0; k < 8; ++k) {
+            ws[l].push_back(v[5 + l * 8 + k]);
+            bs[l].push_back(v[21 + l * 8 + k]);
+          }
+        }
+        F::NStepResult r = F::n_step_lstm(2, 0.0, v[0], v[1], ws, bs, {v[2], v[3], v[4]});
+        return Vars{r.hy, r.cy, r.ys[0], r.ys[1], r.ys[2]};
+      },
+      .shapes = {{2, 3, kH}, {2, 3, kH}, {3, kI}, {2, kI}, {1, kI}},
+      .size_zero = false,
+      .broadcast = false,
+      .batched = std::vector<bool>(37, false),
+      .float32_keeps_dtype = true};
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t k = 0; k < 8; ++k) c.shapes.push_back({kH, l == 0 && k < 4 ? kI : kH});
+  }
+  for (int k = 0; k < 16; ++k) c.shapes.push_back({kH});
+  c.lo = -1.0;
+  c.hi = 1.0;
+  expect_conforms(c);
+}
+
 TEST(Rnn, Errors) {
   expect_error<ShapeError>([] { F::lstm(arr({2, 2}, 0), arr({2, 7}, 0)); }, {"lstm", "x (2, 7)", "4 H"});
   expect_error<ShapeError>([] { F::lstm(arr({1, 2}, 0), arr({2, 8}, 0)); }, {"lstm", "c_prev (1, 2)", "at least (2, 2)"});

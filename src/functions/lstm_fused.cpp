@@ -1,0 +1,187 @@
+// The fused LSTM cell and layer (lstm_fused.h).
+#include "src/functions/lstm_fused.h"
+
+#include <functional>
+
+#include "rensa/core/backward.h"
+#include "rensa/core/config.h"
+#include "rensa/core/function_node.h"
+#include "rensa/functions/activation.h"
+#include "rensa/functions/array_ops.h"
+#include "rensa/functions/basic_math.h"
+#include "rensa/functions/linalg.h"
+
+namespace rensa::functions::detail {
+namespace {
+
+using Grads = std::vector<Variable>;
+using Composite = std::function<std::vector<Variable>(const std::vector<Variable>&)>;
+
+// Double backprop through a fused function: differentiate its composite form, recomputed on
+// aliases of the inputs (fresh vertices, so the nested grad touches nothing of the running
+// backward), which connects the gradients to the inputs.
+Grads recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs, const Composite& composite) {
+  const std::vector<Variable> alias = identity(inputs);
+  std::vector<Variable> targets;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (ctx.needs_grad(i)) targets.push_back(alias[i]);
+  }
+  std::vector<Variable> gys;
+  for (std::size_t j = 0; j < ctx.num_outputs(); ++j) gys.push_back(ctx.grad_output(j));
+  const Grads g = grad(composite(alias), targets, gys, {.enable_double_backprop = true});
+  Grads out(inputs.size());
+  for (std::size_t i = 0, k = 0; i < inputs.size(); ++i) {
+    if (ctx.needs_grad(i)) out[i] = g[k++];
+  }
+  return out;
+}
+
+// Gate pre-activations of x (B, 4H) at column offset `off` of each unit.
+Variable gate(const Variable& x, const LstmGates& g, int64_t off) {
+  const int64_t rows = x.shape()[0], units = x.shape()[1] / 4;
+  if (g.unit_stride == 4) return get_item(reshape(x, {rows, units, 4}), {Slice(), Slice(), off});
+  return get_item(x, {Slice(), Slice{off, off + units}});
+}
+
+// The cell from differentiable functions: (c, h).
+std::pair<Variable, Variable> composite_cell(const Variable& c_prev, const Variable& x, const LstmGates& g) {
+  const Variable a = tanh(gate(x, g, g.a)), i = sigmoid(gate(x, g, g.i));
+  const Variable f = sigmoid(gate(x, g, g.f)), o = sigmoid(gate(x, g, g.o));
+  const Variable c = add(mul(a, i), mul(f, c_prev));
+  return {c, mul(o, tanh(c))};
+}
+
+LstmGates blocked(int64_t units) { return {1, 2 * units, 0, units, 3 * units}; }
+
+std::vector<int64_t> offsets_of(const std::vector<int64_t>& batch_sizes) {
+  std::vector<int64_t> off(batch_sizes.size() + 1, 0);
+  for (std::size_t t = 0; t < batch_sizes.size(); ++t) off[t + 1] = off[t] + batch_sizes[t];
+  return off;
+}
+
+// The layer from differentiable functions: {ys, h, c} of {p, w_h, h0, c0}.
+std::vector<Variable> composite_layer(const std::vector<Variable>& in, const std::vector<int64_t>& batch_sizes,
+                                      bool reverse) {
+  const Variable &p = in[0], &w_h = in[1];
+  Variable h = in[2], c = in[3];
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h.shape()[1];
+  const auto off = offsets_of(batch_sizes);
+  std::vector<Variable> ys(batch_sizes.size());
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto t = static_cast<std::size_t>(reverse ? steps - 1 - s : s);
+    const int64_t rows = batch_sizes[t];
+    if (rows == 0) {
+      ys[t] = Variable(Array::zeros({0, units}, p.dtype(), p.device()));
+      continue;
+    }
+    const bool split = rows < h.shape()[0];
+    Variable h_use = h, c_use = c, h_rest, c_rest;
+    if (split) {
+      auto hs = split_axis(h, std::vector<int64_t>{rows}, 0);
+      auto cs = split_axis(c, std::vector<int64_t>{rows}, 0);
+      h_use = hs[0], h_rest = hs[1], c_use = cs[0], c_rest = cs[1];
+    }
+    const Variable z = add(get_item(p, {Slice{off[t], off[t + 1]}}), matmul(h_use, w_h, false, true));
+    auto [c2, h2] = composite_cell(c_use, z, blocked(units));
+    ys[t] = h2;
+    h = split ? concat({h2, h_rest}, 0) : h2;
+    c = split ? concat({c2, c_rest}, 0) : c2;
+  }
+  return {concat(ys, 0), h, c};
+}
+
+Array rows_of(const Array& a, int64_t begin, int64_t end) { return a.slice(0, begin, end); }
+
+}  // namespace
+
+std::pair<Variable, Variable> lstm_cell(const Variable& c_prev, const Variable& x, const LstmGates& gates) {
+  constexpr const char* op = "lstm";
+  const Array xa = x.array().contiguous(), ca = c_prev.array().contiguous();
+  const Shape cell = ca.shape();
+  Array act = Array::empty(xa.shape(), xa.dtype(), xa.device());
+  Array c = Array::empty(cell, xa.dtype(), xa.device()), h = Array::empty(cell, xa.dtype(), xa.device());
+  RENSA_KERNEL(x.device(), lstm_forward, op)(xa, Array(), ca, act, c, h, gates);
+  auto outs = record(op, {c_prev, x}, {c, h}, [c_prev, x, ca, act, c, gates](const BackwardContext& ctx) {
+    if (config().enable_backprop) {
+      return recompute_grads(ctx, {c_prev, x}, [gates](const std::vector<Variable>& in) {
+        auto [c2, h2] = composite_cell(in[0], in[1], gates);
+        return std::vector<Variable>{c2, h2};
+      });
+    }
+    Array gx = Array::empty(act.shape(), act.dtype(), act.device());
+    Array gc_prev = Array::empty(c.shape(), c.dtype(), c.device());
+    RENSA_KERNEL(act.device(), lstm_backward, op)(act, ca, c, ctx.grad_output(0).array().contiguous(),
+                                                     ctx.grad_output(1).array().contiguous(), gx, gc_prev, gates);
+    return Grads{Variable(gc_prev), Variable(gx)};
+  });
+  return {outs[0], outs[1]};
+}
+
+LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
+                     const Variable& h0, const Variable& c0, bool reverse) {
+  constexpr const char* op = "n_step_lstm";
+  const Device dev = p.device();
+  const Dtype dt = p.dtype();
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h0.shape()[1];
+  const auto off = offsets_of(batch_sizes);
+  const int64_t total = off.back();
+  const LstmGates g = blocked(units);
+  const Array pa = p.array().contiguous(), wa = w_h.array();
+  // The running state (rows past a step's batch keep theirs) and what backward needs per row.
+  Array hs = h0.array().copy(), cs = c0.array().copy();
+  Array ys = Array::empty({total, units}, dt, dev), cn = Array::empty({total, units}, dt, dev);
+  Array hprev = Array::empty({total, units}, dt, dev), cprev = Array::empty({total, units}, dt, dev);
+  Array act = Array::empty({total, 4 * units}, dt, dev), r = Array::empty({h0.shape()[0], 4 * units}, dt, dev);
+  const Array w_t = wa.transpose();
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto t = static_cast<std::size_t>(reverse ? steps - 1 - s : s);
+    const int64_t b = batch_sizes[t], lo = off[t], hi = off[t + 1];
+    if (b == 0) continue;
+    const Array hp = rows_of(hprev, lo, hi), cp = rows_of(cprev, lo, hi), rr = rows_of(r, 0, b);
+    hp.assign(rows_of(hs, 0, b));
+    cp.assign(rows_of(cs, 0, b));
+    RENSA_KERNEL(dev, matmul, op)(hp, w_t, rr);
+    const Array yt = rows_of(ys, lo, hi), ct = rows_of(cn, lo, hi);
+    RENSA_KERNEL(dev, lstm_forward, op)(rows_of(pa, lo, hi), rr, cp, rows_of(act, lo, hi), ct, yt, g);
+    rows_of(hs, 0, b).assign(yt);
+    rows_of(cs, 0, b).assign(ct);
+  }
+  auto backward = [p, w_h, h0, c0, batch_sizes, reverse, off, wa, act, cn, hprev, cprev,
+                   g](const BackwardContext& ctx) -> Grads {
+    if (config().enable_backprop) {
+      return recompute_grads(ctx, {p, w_h, h0, c0}, [&batch_sizes, reverse](const std::vector<Variable>& in) {
+        return composite_layer(in, batch_sizes, reverse);
+      });
+    }
+    const int64_t n = static_cast<int64_t>(batch_sizes.size());
+    const Array gy = ctx.grad_output(0).array().contiguous();
+    Array gh = ctx.grad_output(1).array().copy(), gc = ctx.grad_output(2).array().copy();
+    Array gz = Array::empty(act.shape(), act.dtype(), act.device());
+    Array ght = Array::empty(gh.shape(), gh.dtype(), gh.device());
+    const Device d = act.device();
+    for (int64_t s = n; s-- > 0;) {
+      const auto t = static_cast<std::size_t>(reverse ? n - 1 - s : s);
+      const int64_t b = batch_sizes[t], lo = off[t], hi = off[t + 1];
+      if (b == 0) continue;
+      const Array ghb = rows_of(gh, 0, b), gcb = rows_of(gc, 0, b), gzt = rows_of(gz, lo, hi), tmp = rows_of(ght, 0, b);
+      RENSA_KERNEL(d, binary, "n_step_lstm")(BinaryOp::add, ghb, rows_of(gy, lo, hi), tmp);
+      RENSA_KERNEL(d, lstm_backward, "n_step_lstm")(rows_of(act, lo, hi), rows_of(cprev, lo, hi),
+                                                       rows_of(cn, lo, hi), gcb, tmp, gzt, gcb, g);
+      RENSA_KERNEL(d, matmul, "n_step_lstm")(gzt, wa, ghb);
+    }
+    Grads out(4);
+    if (ctx.needs_grad(0)) out[0] = Variable(gz);
+    if (ctx.needs_grad(1)) {
+      Array gw = Array::zeros(wa.shape(), wa.dtype(), d);
+      if (gz.shape()[0] > 0) RENSA_KERNEL(d, matmul, "n_step_lstm")(gz.transpose(), hprev, gw);
+      out[1] = Variable(gw);
+    }
+    if (ctx.needs_grad(2)) out[2] = Variable(gh);
+    if (ctx.needs_grad(3)) out[3] = Variable(gc);
+    return out;
+  };
+  auto outs = record(op, {p, w_h, h0, c0}, {ys, hs, cs}, std::move(backward));
+  return {outs[0], outs[1], outs[2]};
+}
+
+}  // namespace rensa::functions::detail
