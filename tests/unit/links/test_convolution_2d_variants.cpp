@@ -250,3 +250,21 @@ TEST(MLPConvolution2DLink, GradientsAndErrors) {
   expect_error<ShapeError>([&] { m(Variable(randn({1, 2, 5, 5}, Dtype::float32))); },
                            {"Convolution2D", "(1, 2, 5, 5)"});
 }
+
+// A lazy link loading a file of another dtype casts to its own, as Chainer (issue 16: W and b
+// both lazy here).
+TEST(DepthwiseConvolution2DLink, LazyLoadCastsToItsDtype) {
+  const std::string path = rensa::test::temp_npz("lazy_depthwise");
+  {
+    auto guard = using_config("dtype", Dtype::float64);
+    L::DepthwiseConvolution2D saved(3, 2, 3, {.seed = 1});
+    serializers::save_npz(path, saved);
+  }
+  L::DepthwiseConvolution2D lazy(0, 2, 3);
+  serializers::load_npz(path, lazy);
+  std::filesystem::remove(path);
+  EXPECT_EQ(lazy.W().dtype(), Dtype::float32);
+  EXPECT_EQ(lazy.b().dtype(), Dtype::float32);
+  EXPECT_EQ(lazy.W().shape(), (Shape{2, 3, 3, 3}));
+  EXPECT_EQ(lazy(Variable(randn({1, 3, 4, 4}, Dtype::float32))).dtype(), Dtype::float32);
+}
