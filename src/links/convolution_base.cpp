@@ -38,8 +38,8 @@ void WeightBiasLink::initialize_b(const Shape& shape) {
 
 void WeightBiasLink::check_input(const Variable& x, int64_t ndim, int64_t channels) const {
   RENSA_CHECK(!x.is_null(), ValueError, name_, ": x is null");
-  RENSA_CHECK(x.ndim() == ndim && x.shape()[1] == channels, ShapeError, name_, ": x ", x.shape(),
-              " does not fit W ", W_.shape(), " (expected ", ndim, " axes with ", channels, " channels on axis 1)");
+  RENSA_CHECK(x.ndim() == ndim && x.shape()[1] == channels, ShapeError, name_, ": x ", x.shape(), " does not fit W ",
+              W_.shape(), " (expected ", ndim, " axes with ", channels, " channels on axis 1)");
 }
 
 void WeightBiasLink::check_lazy_input(const Variable& x, int64_t ndim, const char* what) const {
@@ -47,9 +47,8 @@ void WeightBiasLink::check_lazy_input(const Variable& x, int64_t ndim, const cha
               x.is_null() ? Shape() : x.shape(), " (expected ", ndim, " axes: N, C and ", ndim - 2, " spatial)");
 }
 
-ConvolutionLinkBase::ConvolutionLinkBase(const char* name, bool transposed, int64_t in_channels,
-                                         int64_t out_channels, std::vector<int64_t> ksize, int64_t groups,
-                                         WeightInit init)
+ConvolutionLinkBase::ConvolutionLinkBase(const char* name, bool transposed, int64_t in_channels, int64_t out_channels,
+                                         std::vector<int64_t> ksize, int64_t groups, WeightInit init)
     : WeightBiasLink(name, std::move(init), std::make_shared<initializers::LeCunNormal>()),
       groups_(groups),
       transposed_(transposed),

@@ -38,8 +38,7 @@ Variable DeformableConvolution2DSampler::forward(const Variable& x, const Variab
 }
 
 Variable DeformableConvolution2DSampler::forward(const std::vector<Variable>& inputs) {
-  RENSA_CHECK(inputs.size() == 2, ValueError, name_, ": forward takes x and offset, got ", inputs.size(),
-              " inputs");
+  RENSA_CHECK(inputs.size() == 2, ValueError, name_, ": forward takes x and offset, got ", inputs.size(), " inputs");
   return forward(inputs[0], inputs[1]);
 }
 
@@ -67,6 +66,8 @@ DeformableConvolution2D::DeformableConvolution2D(int64_t in_channels, int64_t ou
   add_link("deform_conv", deform_conv_);
 }
 
-Variable DeformableConvolution2D::forward(const Variable& x) { return deform_conv_->forward(x, offset_conv_->forward(x)); }
+Variable DeformableConvolution2D::forward(const Variable& x) {
+  return deform_conv_->forward(x, offset_conv_->forward(x));
+}
 
 }  // namespace rensa::links

@@ -8,8 +8,8 @@
 
 namespace rensa::links {
 
-DepthwiseConvolution2D::DepthwiseConvolution2D(int64_t in_channels, int64_t channel_multiplier,
-                                               functions::Int2 ksize, DepthwiseConvolution2DOptions options)
+DepthwiseConvolution2D::DepthwiseConvolution2D(int64_t in_channels, int64_t channel_multiplier, functions::Int2 ksize,
+                                               DepthwiseConvolution2DOptions options)
     : WeightBiasLink("DepthwiseConvolution2D", detail::weight_init(options),
                      std::make_shared<initializers::HeNormal>(1.0 / std::sqrt(2.0))),
       channel_multiplier_(channel_multiplier),

@@ -12,8 +12,7 @@ namespace rensa::links {
 LocalConvolution2D::LocalConvolution2D(int64_t in_channels, int64_t out_channels,
                                        std::optional<functions::Int2> in_size, functions::Int2 ksize,
                                        LocalConvolution2DOptions options)
-    : WeightBiasLink("LocalConvolution2D", detail::weight_init(options),
-                     std::make_shared<initializers::LeCunNormal>()),
+    : WeightBiasLink("LocalConvolution2D", detail::weight_init(options), std::make_shared<initializers::LeCunNormal>()),
       out_channels_(out_channels),
       ksize_(ksize),
       options_(std::move(options)) {
@@ -21,14 +20,14 @@ LocalConvolution2D::LocalConvolution2D(int64_t in_channels, int64_t out_channels
               in_channels, " out ", out_channels);
   RENSA_CHECK(ksize.y >= 1 && ksize.x >= 1, ValueError, name_, ": ksize must be at least 1, got (", ksize.y, ", ",
               ksize.x, ")");
-  RENSA_CHECK(options_.stride.y >= 1 && options_.stride.x >= 1, ValueError, name_,
-              ": stride must be at least 1, got (", options_.stride.y, ", ", options_.stride.x, ")");
+  RENSA_CHECK(options_.stride.y >= 1 && options_.stride.x >= 1, ValueError, name_, ": stride must be at least 1, got (",
+              options_.stride.y, ", ", options_.stride.x, ")");
   if (in_channels > 0 && in_size) initialize_params(in_channels, *in_size);
 }
 
 void LocalConvolution2D::initialize_params(int64_t in_channels, functions::Int2 in_size) {
-  RENSA_CHECK(in_size.y >= ksize_.y && in_size.x >= ksize_.x, ValueError, name_, ": ksize (", ksize_.y, ", ",
-              ksize_.x, ") is larger than in_size (", in_size.y, ", ", in_size.x, ")");
+  RENSA_CHECK(in_size.y >= ksize_.y && in_size.x >= ksize_.x, ValueError, name_, ": ksize (", ksize_.y, ", ", ksize_.x,
+              ") is larger than in_size (", in_size.y, ", ", in_size.x, ")");
   const int64_t oh = (in_size.y - ksize_.y) / options_.stride.y + 1;
   const int64_t ow = (in_size.x - ksize_.x) / options_.stride.x + 1;
   initialize_W({out_channels_, oh, ow, in_channels, ksize_.y, ksize_.x});

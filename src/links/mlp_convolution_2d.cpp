@@ -9,8 +9,8 @@
 
 namespace rensa::links {
 
-MLPConvolution2D::MLPConvolution2D(int64_t in_channels, const std::vector<int64_t>& out_channels,
-                                   functions::Int2 ksize, MLPConvolution2DOptions options)
+MLPConvolution2D::MLPConvolution2D(int64_t in_channels, const std::vector<int64_t>& out_channels, functions::Int2 ksize,
+                                   MLPConvolution2DOptions options)
     : activation_(std::move(options.activation)) {
   RENSA_CHECK(!out_channels.empty(), ValueError, "MLPConvolution2D: out_channels must not be empty");
   if (!activation_) activation_ = [](const Variable& x) { return functions::relu(x); };

@@ -46,8 +46,10 @@ TEST(BilinearLink, Initializers) {
   EXPECT_NEAR(mean_square(big.W().array()), 1.0 / 600, 0.1 / 600);
   EXPECT_NEAR(mean_square(big.V1().array()), 1.0 / 20, 0.2 / 20);
   const auto half = std::make_shared<I::Constant>(0.5);
-  L::Bilinear tuple(2, 3, 4, {.initialW = half, .initial_bias = std::array<std::shared_ptr<const I::Initializer>, 3>{
-                                                     std::make_shared<I::One>(), nullptr, half}});
+  L::Bilinear tuple(2, 3, 4,
+                    {.initialW = half,
+                     .initial_bias = std::array<std::shared_ptr<const I::Initializer>, 3>{std::make_shared<I::One>(),
+                                                                                          nullptr, half}});
   EXPECT_EQ(mean_square(tuple.W().array()), 0.25);
   EXPECT_EQ(mean_square(tuple.V1().array()), 1.0);
   EXPECT_NE(mean_square(tuple.V2().array()), 0.0);  // a null entry is LeCunNormal, as Chainer
@@ -68,7 +70,10 @@ TEST(BilinearLink, GradientsAndNpz) {
 TEST(BilinearLink, Errors) {
   expect_error<ValueError>([] { L::Bilinear(0, 2, 3); }, {"Bilinear", "left 0"});
   L::Bilinear l(3, 2, 4);
-  expect_error<ShapeError>([&] { l(Variable(randn({2, 4}, Dtype::float32)), Variable(randn({2, 2}, Dtype::float32))); },
-                           {"Bilinear", "bilinear", "(2, 4)", "(3, 2, 4)"});
+  expect_error<ShapeError>(
+      [&] {
+        l(Variable(randn({2, 4}, Dtype::float32)), Variable(randn({2, 2}, Dtype::float32)));
+      },
+      {"Bilinear", "bilinear", "(2, 4)", "(3, 2, 4)"});
   expect_error<ValueError>([&] { l.forward(std::vector<Variable>{Variable(randn({2, 3}))}); }, {"Bilinear", "e2"});
 }

@@ -48,7 +48,9 @@ struct Model : Chain {
   }
 };
 
-Variable input(const Shape& shape, double off) { return Variable(sin_array(shape, off).astype(Dtype::float32)); }
+Variable input(const Shape& shape, double off) {
+  return Variable(sin_array(shape, off).astype(Dtype::float32));
+}
 
 }  // namespace
 
@@ -63,11 +65,11 @@ TEST(ChainerConnectionLinks, LoadAndMatchChainer) {
 
   const Variable x1 = input({2, 2, 5}, 1.0), x3 = input({1, 2, 3, 4, 3}, 1.1), x2 = input({2, 2, 5, 5}, 1.2);
   const Variable xd1 = input({2, 3, 4}, 1.3), e1 = input({2, 3}, 1.4), e2 = input({2, 2}, 1.5);
-  const std::map<std::string, Variable> got = {
-      {"conv1d", m.conv1d(x1)},     {"conv3d", m.conv3d(x3)},       {"deconv1d", m.deconv1d(xd1)},
-      {"deconv3d", m.deconv3d(x3)}, {"dilated", m.dilated(x2)},     {"depthwise", m.depthwise(x2)},
-      {"local", m.local(x2)},       {"mlp", m.mlp(x2)},             {"deform", m.deform(x2)},
-      {"bilinear", m.bilinear(e1, e2)}};
+  const std::map<std::string, Variable> got = {{"conv1d", m.conv1d(x1)},      {"conv3d", m.conv3d(x3)},
+                                               {"deconv1d", m.deconv1d(xd1)}, {"deconv3d", m.deconv3d(x3)},
+                                               {"dilated", m.dilated(x2)},    {"depthwise", m.depthwise(x2)},
+                                               {"local", m.local(x2)},        {"mlp", m.mlp(x2)},
+                                               {"deform", m.deform(x2)},      {"bilinear", m.bilinear(e1, e2)}};
   const auto want = serializers::read_npz(dir + "/chainer_connection_links_outputs.npz");
   ASSERT_EQ(want.size(), got.size());
   for (const auto& [name, y] : got) {

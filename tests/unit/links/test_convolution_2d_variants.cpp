@@ -67,8 +67,11 @@ TEST(DilatedConvolution2DLink, GradientsAndErrors) {
   }
   expect_error<ValueError>([] { L::DilatedConvolution2D(2, 3, {0, 2}); }, {"DilatedConvolution2D", "ksize"});
   L::DilatedConvolution2D c(3, 4, 3);
-  expect_error<ShapeError>([&] { c(Variable(randn({1, 2, 5, 5}, Dtype::float32))); },
-                           {"DilatedConvolution2D", "(1, 2, 5, 5)", "(4, 3, 3, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({1, 2, 5, 5}, Dtype::float32)));
+      },
+      {"DilatedConvolution2D", "(1, 2, 5, 5)", "(4, 3, 3, 3)"});
 }
 
 TEST(DepthwiseConvolution2DLink, ParametersForwardAndLazy) {
@@ -105,14 +108,21 @@ TEST(DepthwiseConvolution2DLink, GradientsAndErrors) {
     const Variable x(randn({2, 2, 4, 3}, Dtype::float64, 5));
     expect_param_grads(c, [&] { return weighted_sum({c(x)}); });
   }
-  expect_error<ValueError>([] { L::DepthwiseConvolution2D(2, 0, 3); }, {"DepthwiseConvolution2D", "channel_multiplier"});
+  expect_error<ValueError>([] { L::DepthwiseConvolution2D(2, 0, 3); },
+                           {"DepthwiseConvolution2D", "channel_multiplier"});
   expect_error<ValueError>([] { L::DepthwiseConvolution2D(-2, 1, 3); }, {"DepthwiseConvolution2D", "in_channels"});
   L::DepthwiseConvolution2D c(3, 2, 3);
-  expect_error<ShapeError>([&] { c(Variable(randn({1, 2, 5, 5}, Dtype::float32))); },
-                           {"DepthwiseConvolution2D", "(1, 2, 5, 5)", "(2, 3, 3, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({1, 2, 5, 5}, Dtype::float32)));
+      },
+      {"DepthwiseConvolution2D", "(1, 2, 5, 5)", "(2, 3, 3, 3)"});
   L::DepthwiseConvolution2D lazy(0, 2, 3);
-  expect_error<ShapeError>([&] { lazy(Variable(randn({2, 5}, Dtype::float32))); },
-                           {"DepthwiseConvolution2D", "in_channels", "(2, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        lazy(Variable(randn({2, 5}, Dtype::float32)));
+      },
+      {"DepthwiseConvolution2D", "in_channels", "(2, 5)"});
 }
 
 TEST(LocalConvolution2DLink, ParametersForwardAndLazy) {
@@ -147,31 +157,40 @@ TEST(LocalConvolution2DLink, GradientsAndErrors) {
     const Variable x(randn({2, 2, 4, 4}, Dtype::float64, 5));
     expect_param_grads(c, [&] { return weighted_sum({c(x)}); });
   }
-  expect_error<ValueError>([] { L::LocalConvolution2D(2, 3, F::Int2{2, 5}, 3); },
-                           {"LocalConvolution2D", "(3, 3)", "(2, 5)"});
+  expect_error<ValueError>(
+      [] {
+        L::LocalConvolution2D(2, 3, F::Int2{2, 5}, 3);
+      },
+      {"LocalConvolution2D", "(3, 3)", "(2, 5)"});
   expect_error<ValueError>([] { L::LocalConvolution2D(2, 3, std::nullopt, 3, {.stride = 0}); },
                            {"LocalConvolution2D", "stride"});
   L::LocalConvolution2D c(2, 3, F::Int2{5, 5}, 3);
-  expect_error<ShapeError>([&] { c(Variable(randn({1, 3, 5, 5}, Dtype::float32))); },
-                           {"LocalConvolution2D", "(1, 3, 5, 5)", "(3, 3, 3, 2, 3, 3)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({1, 3, 5, 5}, Dtype::float32)));
+      },
+      {"LocalConvolution2D", "(1, 3, 5, 5)", "(3, 3, 3, 2, 3, 3)"});
   L::LocalConvolution2D lazy(0, 3, std::nullopt, 3);
-  expect_error<ShapeError>([&] { lazy(Variable(randn({2, 2, 5}, Dtype::float32))); },
-                           {"LocalConvolution2D", "in_size", "(2, 2, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        lazy(Variable(randn({2, 2, 5}, Dtype::float32)));
+      },
+      {"LocalConvolution2D", "in_size", "(2, 2, 5)"});
 }
 
 TEST(DeformableConvolution2DLink, ParametersAndForward) {
   L::DeformableConvolution2D c(2, 3, {3, 2}, {.stride = 1, .pad = 1, .seed = 1});
-  EXPECT_EQ(paths(c), (std::vector<std::string>{"/offset_conv/W", "/offset_conv/b", "/deform_conv/W",
-                                                "/deform_conv/b"}));
+  EXPECT_EQ(paths(c),
+            (std::vector<std::string>{"/offset_conv/W", "/offset_conv/b", "/deform_conv/W", "/deform_conv/b"}));
   EXPECT_EQ(c.offset_conv().W().shape(), (Shape{12, 2, 3, 2}));
   EXPECT_EQ(c.deform_conv().W().shape(), (Shape{3, 2, 3, 2}));
   EXPECT_EQ(mean_square(c.deform_conv().W().array()), 0.0);  // Chainer's default: zeros
   c.deform_conv().W().array().assign(randn({3, 2, 3, 2}, Dtype::float32, 6));
   const Variable x(randn({2, 2, 4, 5}, Dtype::float32, 2));
   const Variable offset = c.offset_conv()(x);
-  EXPECT_TRUE(array_equal(c(x).array(), F::deformable_convolution_2d_sampler(x, offset, c.deform_conv().W(),
-                                                                              c.deform_conv().b(), 1, 1)
-                                            .array()));
+  EXPECT_TRUE(array_equal(
+      c(x).array(),
+      F::deformable_convolution_2d_sampler(x, offset, c.deform_conv().W(), c.deform_conv().b(), 1, 1).array()));
   // Lazy: both children infer in_channels; the same seed gives the same parameters.
   L::DeformableConvolution2D eager(2, 3, 3, {.pad = 1, .deform_initialW = std::make_shared<I::Normal>(), .seed = 5});
   L::DeformableConvolution2D lazy(0, 3, 3, {.pad = 1, .deform_initialW = std::make_shared<I::Normal>(), .seed = 5});
@@ -180,8 +199,8 @@ TEST(DeformableConvolution2DLink, ParametersAndForward) {
   L::DeformableConvolution2D nobias(2, 3, 3, {.offset_nobias = true, .deform_nobias = true});
   EXPECT_EQ(paths(nobias), (std::vector<std::string>{"/offset_conv/W", "/deform_conv/W"}));
   L::DeformableConvolution2D loaded(0, 3, 3, {.pad = 1});
-  EXPECT_EQ(npz_round_trip(eager, loaded), (std::vector<std::string>{"deform_conv/W", "deform_conv/b",
-                                                                      "offset_conv/W", "offset_conv/b"}));
+  EXPECT_EQ(npz_round_trip(eager, loaded),
+            (std::vector<std::string>{"deform_conv/W", "deform_conv/b", "offset_conv/W", "offset_conv/b"}));
 }
 
 TEST(DeformableConvolution2DLink, GradientsAndErrors) {
@@ -189,23 +208,35 @@ TEST(DeformableConvolution2DLink, GradientsAndErrors) {
     auto guard = using_config("dtype", Dtype::float64);
     // Offsets of 0.3 plus a little keep the bilinear taps away from whole pixels, where
     // interpolation has kinks.
-    L::DeformableConvolution2D c(2, 2, 2, {.pad = 1, .offset_initialW = std::make_shared<I::Normal>(0.01),
-                                           .offset_initial_bias = std::make_shared<I::Constant>(0.3),
-                                           .deform_initialW = std::make_shared<I::Normal>(1.0), .seed = 4});
+    L::DeformableConvolution2D c(2, 2, 2,
+                                 {.pad = 1,
+                                  .offset_initialW = std::make_shared<I::Normal>(0.01),
+                                  .offset_initial_bias = std::make_shared<I::Constant>(0.3),
+                                  .deform_initialW = std::make_shared<I::Normal>(1.0),
+                                  .seed = 4});
     const Variable x(randn({1, 2, 3, 3}, Dtype::float64, 5));
     expect_param_grads(c, [&] { return weighted_sum({c(x)}); });
   }
   L::DeformableConvolution2DSampler s(2, 3, 3);
   EXPECT_EQ(s.W().shape(), (Shape{3, 2, 3, 3}));
-  expect_error<ShapeError>([&] { s(Variable(randn({1, 3, 5, 5}, Dtype::float32)), Variable()); },
-                           {"DeformableConvolution2DSampler", "(1, 3, 5, 5)", "(3, 2, 3, 3)"});
-  expect_error<ValueError>([&] { s.forward(std::vector<Variable>{Variable(randn({1, 2, 5, 5}))}); },
-                           {"DeformableConvolution2DSampler", "offset"});
+  expect_error<ShapeError>(
+      [&] {
+        s(Variable(randn({1, 3, 5, 5}, Dtype::float32)), Variable());
+      },
+      {"DeformableConvolution2DSampler", "(1, 3, 5, 5)", "(3, 2, 3, 3)"});
+  expect_error<ValueError>(
+      [&] {
+        s.forward(std::vector<Variable>{Variable(randn({1, 2, 5, 5}))});
+      },
+      {"DeformableConvolution2DSampler", "offset"});
   expect_error<ValueError>([] { L::DeformableConvolution2DSampler(2, -3, 3); },
                            {"DeformableConvolution2DSampler", "channels"});
   L::DeformableConvolution2D c(2, 3, 3);
-  expect_error<ShapeError>([&] { c(Variable(randn({1, 3, 5, 5}, Dtype::float32))); },
-                           {"Convolution2D", "(1, 3, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({1, 3, 5, 5}, Dtype::float32)));
+      },
+      {"Convolution2D", "(1, 3, 5, 5)"});
 }
 
 TEST(MLPConvolution2DLink, ChildrenForwardAndLazy) {
@@ -247,8 +278,11 @@ TEST(MLPConvolution2DLink, GradientsAndErrors) {
   }
   expect_error<ValueError>([] { L::MLPConvolution2D(3, {}, 3); }, {"MLPConvolution2D", "out_channels"});
   L::MLPConvolution2D m(3, {4, 2}, 3);
-  expect_error<ShapeError>([&] { m(Variable(randn({1, 2, 5, 5}, Dtype::float32))); },
-                           {"Convolution2D", "(1, 2, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        m(Variable(randn({1, 2, 5, 5}, Dtype::float32)));
+      },
+      {"Convolution2D", "(1, 2, 5, 5)"});
 }
 
 // A lazy link loading a file of another dtype casts to its own, as Chainer (issue 16: W and b

@@ -30,13 +30,13 @@ TEST(ConvolutionNDLink, ParametersAndForward) {
   EXPECT_EQ(c.namedparams()[1].first, "/b");
   const Variable x(randn({2, 4, 3, 5, 2}, Dtype::float32, 1));
   const Variable y = c(x);
-  EXPECT_TRUE(array_equal(y.array(), F::convolution_nd(x, c.W(), c.b(), {.stride = {1, 2, 1}, .pad = 1, .groups = 2})
-                                         .array()));
+  EXPECT_TRUE(
+      array_equal(y.array(), F::convolution_nd(x, c.W(), c.b(), {.stride = {1, 2, 1}, .pad = 1, .groups = 2}).array()));
   L::ConvolutionND cover(1, 2, 3, 2, {.stride = 2, .cover_all = true, .dilate = 2});
   const Variable x1(randn({1, 2, 6}, Dtype::float32, 2));
-  EXPECT_TRUE(array_equal(cover(x1).array(),
-                          F::convolution_nd(x1, cover.W(), cover.b(), {.stride = 2, .cover_all = true, .dilate = 2})
-                              .array()));
+  EXPECT_TRUE(
+      array_equal(cover(x1).array(),
+                  F::convolution_nd(x1, cover.W(), cover.b(), {.stride = 2, .cover_all = true, .dilate = 2}).array()));
   // LeCunNormal by default (fan_in = 8 * 27), zero bias.
   L::ConvolutionND big(3, 8, 64, 3, {.seed = 1});
   EXPECT_NEAR(rensa::test::mean_square(big.W().array()), 1.0 / 216, 0.15 / 216);
@@ -57,8 +57,8 @@ TEST(ConvolutionNDLink, OneAndThreeDimensions) {
 }
 
 TEST(ConvolutionNDLink, LazyInitializersAndNpz) {
-  L::Convolution3D lazy(0, 3, 2, {.initialW = std::make_shared<I::Constant>(0.5),
-                                  .initial_bias = std::make_shared<I::Constant>(-1.0)});
+  L::Convolution3D lazy(
+      0, 3, 2, {.initialW = std::make_shared<I::Constant>(0.5), .initial_bias = std::make_shared<I::Constant>(-1.0)});
   EXPECT_TRUE(lazy.W().array().is_null());
   const Variable W = lazy.W();
   const Variable y = lazy(Variable(Array::ones({1, 2, 2, 2, 2})));
@@ -92,16 +92,28 @@ TEST(ConvolutionNDLink, Errors) {
   expect_error<ValueError>([] { L::Convolution1D(3, 4, 3, {.groups = 2}); }, {"Convolution1D", "groups"});
   expect_error<ValueError>([] { L::Deconvolution3D(-1, 4, 3); }, {"Deconvolution3D", "channels"});
   L::Convolution1D c(3, 4, 2);
-  expect_error<ShapeError>([&] { c(Variable(randn({2, 2, 5}, Dtype::float32))); },
-                           {"Convolution1D", "(2, 2, 5)", "(4, 3, 2)"});
-  expect_error<ShapeError>([&] { c(Variable(randn({2, 3, 5, 5}, Dtype::float32))); },
-                           {"Convolution1D", "(2, 3, 5, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({2, 2, 5}, Dtype::float32)));
+      },
+      {"Convolution1D", "(2, 2, 5)", "(4, 3, 2)"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({2, 3, 5, 5}, Dtype::float32)));
+      },
+      {"Convolution1D", "(2, 3, 5, 5)"});
   L::Convolution3D lazy(0, 4, 2);
-  expect_error<ShapeError>([&] { lazy(Variable(randn({2, 3, 5}, Dtype::float32))); },
-                           {"Convolution3D", "in_channels", "(2, 3, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        lazy(Variable(randn({2, 3, 5}, Dtype::float32)));
+      },
+      {"Convolution3D", "in_channels", "(2, 3, 5)"});
   L::Deconvolution1D d(3, 4, 2);
-  expect_error<ShapeError>([&] { d(Variable(randn({2, 4, 5}, Dtype::float32))); },
-                           {"Deconvolution1D", "(2, 4, 5)", "(3, 4, 2)"});
+  expect_error<ShapeError>(
+      [&] {
+        d(Variable(randn({2, 4, 5}, Dtype::float32)));
+      },
+      {"Deconvolution1D", "(2, 4, 5)", "(3, 4, 2)"});
 }
 
 TEST(DeconvolutionNDLink, ParametersLazyAndForward) {
@@ -110,8 +122,8 @@ TEST(DeconvolutionNDLink, ParametersLazyAndForward) {
   const Variable x(randn({2, 6, 3, 4}, Dtype::float32, 3));
   const Variable y = d(x);
   EXPECT_EQ(d.W().shape(), (Shape{6, 2, 3, 2}));
-  EXPECT_TRUE(array_equal(
-      y.array(), F::deconvolution_nd(x, d.W(), d.b(), {.stride = 2, .pad = 1, .groups = 2}).array()));
+  EXPECT_TRUE(
+      array_equal(y.array(), F::deconvolution_nd(x, d.W(), d.b(), {.stride = 2, .pad = 1, .groups = 2}).array()));
   L::Deconvolution3D d3(2, 3, 2, {.stride = 2, .outsize = std::vector<int64_t>{5, 4, 5}});
   EXPECT_EQ(d3.W().shape(), (Shape{2, 3, 2, 2, 2}));
   const Variable x3(randn({1, 2, 2, 2, 2}, Dtype::float32, 4));
