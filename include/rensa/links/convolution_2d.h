@@ -7,10 +7,9 @@
 #include <memory>
 #include <optional>
 
-#include "rensa/core/random.h"
 #include "rensa/functions/convolution.h"
+#include "rensa/links/convolution_base.h"
 #include "rensa/links/initializers.h"
-#include "rensa/links/link.h"
 
 namespace rensa::links {
 
@@ -32,41 +31,9 @@ struct Convolution2DOptions {
   std::optional<functions::Int2> outsize = std::nullopt;
 };
 
-namespace detail {
-/// What Convolution2D and Deconvolution2D share: the options, the link's generator, W (created at
-/// construction, or at the first forward when in_channels is 0) and b.
-class ConvolutionLinkBase : public Link {
- public:
-  const Variable& W() const { return W_; }
-  /// The bias, or a null Variable with nobias.
-  const Variable& b() const { return b_; }
-  int64_t out_channels() const { return out_channels_; }
-
- protected:
-  /// `name` names the link in errors; `transposed`: W is (in, out / groups, kh, kw) instead of
-  /// (out, in / groups, kh, kw).
-  ConvolutionLinkBase(const char* name, bool transposed, int64_t in_channels, int64_t out_channels,
-                      functions::Int2 ksize, Convolution2DOptions options);
-  /// Creates W from x's channels if it does not exist yet.
-  void ensure_W(const Variable& x);
-
-  Convolution2DOptions options_;
-  Variable W_, b_;
-
- private:
-  void initialize_W(int64_t in_channels);
-
-  const char* name_;
-  bool transposed_;
-  int64_t out_channels_;
-  functions::Int2 ksize_;
-  Dtype dtype_;
-  std::optional<Generator> gen_;
-};
-}  // namespace detail
-
 /// Convolution layer: W (out_channels, in_channels / groups, kh, kw) and b (out_channels,), created
-/// with the Config dtype in force at construction. forward(x) is functions::convolution_2d.
+/// with the Config dtype in force at construction. forward(x) is functions::convolution_2d; x must
+/// be (N, in_channels, H, W) (ShapeError naming the link, x and W otherwise).
 class Convolution2D : public detail::ConvolutionLinkBase {
  public:
   /// in_channels 0: inferred from x.shape()[1] at the first forward (W uninitialized until then).
@@ -76,6 +43,9 @@ class Convolution2D : public detail::ConvolutionLinkBase {
 
   Variable forward(const Variable& x) override;
   using Link::forward;
+
+ private:
+  Convolution2DOptions options_;
 };
 
 /// Transposed convolution layer: W (in_channels, out_channels / groups, kh, kw) and b
@@ -87,6 +57,9 @@ class Deconvolution2D : public detail::ConvolutionLinkBase {
 
   Variable forward(const Variable& x) override;
   using Link::forward;
+
+ private:
+  Convolution2DOptions options_;
 };
 
 }  // namespace rensa::links

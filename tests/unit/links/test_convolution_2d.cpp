@@ -62,7 +62,11 @@ TEST(Convolution2DLink, Errors) {
   L::Convolution2D lazy(0, 4, 3);
   expect_error<ShapeError>([&] { lazy(Variable(randn({2, 3}, Dtype::float32))); }, {"Convolution2D", "(2, 3)"});
   L::Convolution2D c(3, 4, 3);
-  expect_error<ShapeError>([&] { c(Variable(randn({1, 2, 5, 5}, Dtype::float32))); }, {"convolution_2d"});
+  expect_error<ShapeError>(
+      [&] {
+        c(Variable(randn({1, 2, 5, 5}, Dtype::float32)));
+      },
+      {"Convolution2D", "(1, 2, 5, 5)", "(4, 3, 3, 3)"});
 }
 
 TEST(Deconvolution2DLink, ParametersLazyAndForward) {
