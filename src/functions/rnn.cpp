@@ -10,7 +10,7 @@
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/noise.h"
 #include "src/functions/common.h"
-#include "src/functions/lstm_fused.h"
+#include "src/functions/rnn_fused.h"
 
 namespace rensa::functions {
 namespace {
@@ -122,11 +122,12 @@ Pass run(Cell cell, const std::vector<Variable>& xs, Variable h, Variable c, con
   return p;
 }
 
-// The n_step LSTMs on the fused layer: per layer and direction one matrix product for every
-// step's input projection and one function node for the recurrence; ys split per step at the end.
-NStepResult lstm_layers(bool bi, int64_t n_layers, double dropout_ratio, const std::vector<Variable>& h0,
-                        const std::vector<Variable>& c0, const std::vector<std::vector<Variable>>& ws,
-                        const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
+// The n_step LSTMs and GRUs on the fused layers: per layer and direction one matrix product for
+// every step's input projection and one function node for the recurrence; ys split per step at the
+// end.
+NStepResult fused_layers(Cell cell, bool bi, int64_t n_layers, double dropout_ratio, const std::vector<Variable>& h0,
+                         const std::vector<Variable>& c0, const std::vector<std::vector<Variable>>& ws,
+                         const std::vector<std::vector<Variable>>& bs, const std::vector<Variable>& xs) {
   const int64_t dirs = bi ? 2 : 1;
   std::vector<int64_t> sizes, splits;
   int64_t rows = 0;
@@ -144,9 +145,16 @@ NStepResult lstm_layers(bool bi, int64_t n_layers, double dropout_ratio, const s
       const auto idx = static_cast<std::size_t>(layer * dirs + d);
       const auto& w = ws[idx];
       const auto& b = bs[idx];
-      const Variable w_x = concat({w[0], w[1], w[2], w[3]}, 0), w_h = concat({w[4], w[5], w[6], w[7]}, 0);
-      const Variable bias = add(concat({b[0], b[1], b[2], b[3]}, 0), concat({b[4], b[5], b[6], b[7]}, 0));
-      auto l = detail::lstm_layer(linear(x, w_x, bias), sizes, w_h, h0[idx], c0[idx], d == 1);
+      detail::LstmLayer l;
+      if (cell == Cell::lstm) {
+        const Variable w_x = concat({w[0], w[1], w[2], w[3]}, 0), w_h = concat({w[4], w[5], w[6], w[7]}, 0);
+        const Variable bias = add(concat({b[0], b[1], b[2], b[3]}, 0), concat({b[4], b[5], b[6], b[7]}, 0));
+        l = detail::lstm_layer(linear(x, w_x, bias), sizes, w_h, h0[idx], c0[idx], d == 1);
+      } else {
+        const Variable w_x = concat({w[0], w[1], w[2]}, 0), b_x = concat({b[0], b[1], b[2]}, 0);
+        const Variable w_h = concat({w[3], w[4], w[5]}, 0), b_h = concat({b[3], b[4], b[5]}, 0);
+        l = detail::gru_layer(linear(x, w_x, b_x), sizes, w_h, b_h, h0[idx], d == 1);
+      }
       outs.push_back(l.ys);
       hys.push_back(l.h);
       cys.push_back(l.c);
@@ -155,7 +163,7 @@ NStepResult lstm_layers(bool bi, int64_t n_layers, double dropout_ratio, const s
   }
   NStepResult r;
   r.hy = stack(hys, 0);
-  r.cy = stack(cys, 0);
+  if (cell == Cell::lstm) r.cy = stack(cys, 0);
   r.ys = splits.empty() ? std::vector<Variable>{x} : split_axis(x, splits, 0);
   return r;
 }
@@ -213,7 +221,7 @@ NStepResult n_step(const char* op, Cell cell, bool bi, int64_t n_layers, double 
   };
   const auto h0 = unstack(hx);
   const std::vector<Variable> c0 = cell == Cell::lstm ? unstack(cx) : std::vector<Variable>(h0.size());
-  if (cell == Cell::lstm) return lstm_layers(bi, n_layers, dropout_ratio, h0, c0, ws, bs, xs);
+  if (cell == Cell::lstm || cell == Cell::gru) return fused_layers(cell, bi, n_layers, dropout_ratio, h0, c0, ws, bs, xs);
   for (int64_t layer = 0; layer < n_layers; ++layer) {
     if (layer > 0 && dropout_ratio > 0.0) {
       for (auto& x : layer_in) x = dropout(x, dropout_ratio);

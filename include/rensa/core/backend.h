@@ -158,6 +158,17 @@ struct KernelTable {
   /// and gc_prev (B, H) of c_prev. Same dtype and contiguity rules.
   void (*lstm_backward)(const Array& act, const Array& c_prev, const Array& c, const Array& gc, const Array& gh,
                         const Array& gx, const Array& gc_prev, const LstmGates& gates) = nullptr;
+  /// One GRU step of the n_step networks for B rows of H units; every array contiguous, of one
+  /// floating dtype. x, r (B, 3H): the input and hidden projections (biases included) in blocks of H
+  /// columns r, z, n: g = sigmoid(x_r + r_r), z = sigmoid(x_z + r_z), n = tanh(x_n + g r_n),
+  /// h = (1 - z) n + z h_prev. act (B, 3H) receives g, z, n; h_prev, h are (B, H).
+  void (*gru_forward)(const Array& x, const Array& r, const Array& h_prev, const Array& act,
+                      const Array& h) = nullptr;
+  /// The gradient of gru_forward from its act, r and h_prev and the gradient gh (B, H) of h: gx
+  /// (B, 3H) of x, gr (B, 3H) of r, and gh_prev (B, H), the part of h_prev's gradient that does not
+  /// pass through r (z gh). Same dtype and contiguity rules.
+  void (*gru_backward)(const Array& act, const Array& r, const Array& h_prev, const Array& gh, const Array& gx,
+                       const Array& gr, const Array& gh_prev) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions
@@ -193,7 +204,7 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward)                                         \
+      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward) X(gru_forward) X(gru_backward)          \
       X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)

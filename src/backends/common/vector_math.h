@@ -14,7 +14,7 @@ namespace rensa::backends::vmath {
 [[gnu::always_inline]] inline float exp(float x) {
   // Selects of values computed on both sides. A loop vectorizes only where the file is compiled
   // with -fno-trapping-math (GCC will not otherwise turn the clamps into selects), as the cpu
-  // backend's lstm.cpp is; the results do not depend on it.
+  // backend's rnn_cells.cpp is; the results do not depend on it.
   x = x < -87.3f ? -87.3f : x;
   x = x > 88.3f ? 88.3f : x;
   // x = n ln2 + r, |r| <= ln2 / 2: n rounded to nearest by the 1.5 * 2^23 trick (no rint needed),

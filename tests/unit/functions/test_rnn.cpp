@@ -172,35 +172,43 @@ TEST(Rnn, Conforms) {
   }
 }
 
-// Two stacked layers over three steps whose batch shrinks: the fused layer's state handling
+// Two stacked layers over three steps whose batch shrinks: the fused layers' state handling
 // between layers and across steps, first and second order.
-TEST(Rnn, NStepLstmTwoLayersShrinkingBatch) {
-  rensa::test::FunctionCase c{
-      .name = "n_step_lstm_2_layers",
-      .f = [](const Vars& v) {
-        // v: hx, cx, x0, x1, x2, then 16 weights and 16 biases.
-        Weights ws(2), bs(2);
-        for (std::size_t l = 0; l < 2; ++l) {
-          for (std::size_t k = 0; k < 8; ++k) {
-            ws[l].push_back(v[5 + l * 8 + k]);
-            bs[l].push_back(v[21 + l * 8 + k]);
+TEST(Rnn, NStepTwoLayersShrinkingBatch) {
+  for (const std::size_t per : {std::size_t{8}, std::size_t{6}}) {
+    const std::size_t n_in = 5 + 4 * per;
+    rensa::test::FunctionCase c{
+        .name = per == 8 ? "n_step_lstm_2_layers" : "n_step_gru_2_layers",
+        .f = [per](const Vars& v) {
+          // v: hx, cx (unused by the GRU), x0, x1, x2, then 2 per weights and 2 per biases.
+          Weights ws(2), bs(2);
+          for (std::size_t l = 0; l < 2; ++l) {
+            for (std::size_t k = 0; k < per; ++k) {
+              ws[l].push_back(v[5 + l * per + k]);
+              bs[l].push_back(v[5 + 2 * per + l * per + k]);
+            }
           }
-        }
-        F::NStepResult r = F::n_step_lstm(2, 0.0, v[0], v[1], ws, bs, {v[2], v[3], v[4]});
-        return Vars{r.hy, r.cy, r.ys[0], r.ys[1], r.ys[2]};
-      },
-      .shapes = {{2, 3, kH}, {2, 3, kH}, {3, kI}, {2, kI}, {1, kI}},
-      .size_zero = false,
-      .broadcast = false,
-      .batched = std::vector<bool>(37, false),
-      .float32_keeps_dtype = true};
-  for (int64_t l = 0; l < 2; ++l) {
-    for (int64_t k = 0; k < 8; ++k) c.shapes.push_back({kH, l == 0 && k < 4 ? kI : kH});
+          const Vars xs{v[2], v[3], v[4]};
+          if (per == 6) {
+            F::NStepResult r = F::n_step_gru(2, 0.0, v[0], ws, bs, xs);
+            return Vars{r.hy, r.ys[0], r.ys[1], r.ys[2], F::sum(v[1])};
+          }
+          F::NStepResult r = F::n_step_lstm(2, 0.0, v[0], v[1], ws, bs, xs);
+          return Vars{r.hy, r.cy, r.ys[0], r.ys[1], r.ys[2]};
+        },
+        .shapes = {{2, 3, kH}, {2, 3, kH}, {3, kI}, {2, kI}, {1, kI}},
+        .size_zero = false,
+        .broadcast = false,
+        .batched = std::vector<bool>(n_in, false),
+        .float32_keeps_dtype = true};
+    for (std::size_t l = 0; l < 2; ++l) {
+      for (std::size_t k = 0; k < per; ++k) c.shapes.push_back({kH, l == 0 && k < per / 2 ? kI : kH});
+    }
+    for (std::size_t k = 0; k < 2 * per; ++k) c.shapes.push_back({kH});
+    c.lo = -1.0;
+    c.hi = 1.0;
+    expect_conforms(c);
   }
-  for (int k = 0; k < 16; ++k) c.shapes.push_back({kH});
-  c.lo = -1.0;
-  c.hi = 1.0;
-  expect_conforms(c);
 }
 
 TEST(Rnn, Errors) {

@@ -1,8 +1,8 @@
 #pragma once
-// The LSTM cell's arithmetic over a range of rows, shared by the host backends (the cpu backend runs
-// row ranges in parallel). One pass reads a row's four gate pre-activations and writes everything
-// the step produces; the backward pass likewise. Formulas in KernelTable::lstm_forward/backward;
-// sigmoid and tanh from vector_math.h, so the loops vectorize.
+// The LSTM and GRU cells' arithmetic over a range of rows, shared by the host backends (the cpu
+// backend runs row ranges in parallel). One pass reads a row's gate pre-activations and writes
+// everything the step produces; the backward pass likewise. Formulas in KernelTable's lstm_ and
+// gru_ slots; sigmoid and tanh from vector_math.h, so the loops vectorize.
 #include <cmath>
 
 #include "rensa/core/backend.h"
@@ -129,6 +129,86 @@ LstmGradRows<T> lstm_grad_rows(const Array& act, const Array& c_prev, const Arra
                                const Array& gh, const Array& gx, const Array& gc_prev) {
   return {act.data<T>(), c_prev.data<T>(), c.data<T>(), gc.is_null() ? nullptr : gc.data<T>(),
           gh.is_null() ? nullptr : gh.data<T>(), gx.data<T>(), gc_prev.data<T>(), c.ndim() == 2 ? c.shape()[1] : 0};
+}
+
+// ---- GRU (blocks r, z, n of H columns) ----
+
+template <class T>
+struct GruRows {
+  const T *x, *r, *h_prev;
+  T *act, *h;
+  int64_t units;
+};
+
+template <class T>
+[[gnu::always_inline]] inline void gru_forward_rows(const GruRows<T>& p, int64_t row_begin, int64_t row_end) {
+  using C = compute_t<T>;
+  const int64_t H = p.units, W = 3 * H;
+  for (int64_t b = row_begin; b < row_end; ++b) {
+    const T* x = p.x + b * W;
+    const T* r = p.r + b * W;
+    const T* hp = p.h_prev + b * H;
+    T* act = p.act + b * W;
+    T* h = p.h + b * H;
+#pragma omp simd
+    for (int64_t j = 0; j < H; ++j) {
+      const C g = vmath::sigmoid(C(x[j]) + C(r[j]));
+      const C z = vmath::sigmoid(C(x[H + j]) + C(r[H + j]));
+      const C n = vmath::tanh(C(x[2 * H + j]) + g * C(r[2 * H + j]));
+      act[j] = T(g);
+      act[H + j] = T(z);
+      act[2 * H + j] = T(n);
+      h[j] = T((C(1) - z) * n + z * C(hp[j]));
+    }
+  }
+}
+
+template <class T>
+struct GruGradRows {
+  const T *act, *r, *h_prev, *gh;
+  T *gx, *gr, *gh_prev;
+  int64_t units;
+};
+
+template <class T>
+[[gnu::always_inline]] inline void gru_backward_rows(const GruGradRows<T>& p, int64_t row_begin, int64_t row_end) {
+  using C = compute_t<T>;
+  const int64_t H = p.units, W = 3 * H;
+  for (int64_t b = row_begin; b < row_end; ++b) {
+    const T* act = p.act + b * W;
+    const T* r = p.r + b * W;
+    const T* hp = p.h_prev + b * H;
+    const T* gh = p.gh + b * H;
+    T* gx = p.gx + b * W;
+    T* gr = p.gr + b * W;
+    T* ghp = p.gh_prev + b * H;
+#pragma omp simd
+    for (int64_t j = 0; j < H; ++j) {
+      const C g = C(act[j]), z = C(act[H + j]), n = C(act[2 * H + j]), dh = C(gh[j]);
+      const C dn = dh * (C(1) - z) * (C(1) - n * n);
+      const C dz = dh * (C(hp[j]) - n) * z * (C(1) - z);
+      const C dg = dn * C(r[2 * H + j]) * g * (C(1) - g);
+      gx[j] = T(dg);
+      gx[H + j] = T(dz);
+      gx[2 * H + j] = T(dn);
+      gr[j] = T(dg);
+      gr[H + j] = T(dz);
+      gr[2 * H + j] = T(dn * g);
+      ghp[j] = T(dh * z);
+    }
+  }
+}
+
+template <class T>
+GruRows<T> gru_rows(const Array& x, const Array& r, const Array& h_prev, const Array& act, const Array& h) {
+  return {x.data<T>(), r.data<T>(), h_prev.data<T>(), act.data<T>(), h.data<T>(), h.ndim() == 2 ? h.shape()[1] : 0};
+}
+
+template <class T>
+GruGradRows<T> gru_grad_rows(const Array& act, const Array& r, const Array& h_prev, const Array& gh, const Array& gx,
+                             const Array& gr, const Array& gh_prev) {
+  return {act.data<T>(), r.data<T>(), h_prev.data<T>(), gh.data<T>(), gx.data<T>(), gr.data<T>(),
+          gh_prev.data<T>(), h_prev.ndim() == 2 ? h_prev.shape()[1] : 0};
 }
 
 }  // namespace rensa::backends::host

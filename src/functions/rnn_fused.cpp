@@ -1,5 +1,5 @@
-// The fused LSTM cell and layer (lstm_fused.h).
-#include "src/functions/lstm_fused.h"
+// The fused recurrent cells and layers (rnn_fused.h).
+#include "src/functions/rnn_fused.h"
 
 #include <functional>
 
@@ -10,6 +10,7 @@
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/linalg.h"
+#include "rensa/functions/reduction.h"
 
 namespace rensa::functions::detail {
 namespace {
@@ -88,6 +89,38 @@ std::vector<Variable> composite_layer(const std::vector<Variable>& in, const std
     c = split ? concat({c2, c_rest}, 0) : c2;
   }
   return {concat(ys, 0), h, c};
+}
+
+// The GRU layer from differentiable functions: {ys, h} of {p, w_h, b_h, h0}.
+std::vector<Variable> composite_gru_layer(const std::vector<Variable>& in, const std::vector<int64_t>& batch_sizes,
+                                          bool reverse) {
+  const Variable &p = in[0], &w_h = in[1], &b_h = in[2];
+  Variable h = in[3];
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h.shape()[1];
+  const auto off = offsets_of(batch_sizes);
+  auto block = [units](const Variable& v, int64_t k) { return get_item(v, {Slice(), Slice{k * units, (k + 1) * units}}); };
+  std::vector<Variable> ys(batch_sizes.size());
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto t = static_cast<std::size_t>(reverse ? steps - 1 - s : s);
+    const int64_t rows = batch_sizes[t];
+    if (rows == 0) {
+      ys[t] = Variable(Array::zeros({0, units}, p.dtype(), p.device()));
+      continue;
+    }
+    const bool split = rows < h.shape()[0];
+    Variable h_use = h, h_rest;
+    if (split) {
+      auto hs = split_axis(h, std::vector<int64_t>{rows}, 0);
+      h_use = hs[0], h_rest = hs[1];
+    }
+    const Variable x = get_item(p, {Slice{off[t], off[t + 1]}}), r = linear(h_use, w_h, b_h);
+    const Variable g = sigmoid(add(block(x, 0), block(r, 0))), z = sigmoid(add(block(x, 1), block(r, 1)));
+    const Variable n = tanh(add(block(x, 2), mul(g, block(r, 2))));
+    const Variable h2 = add(mul(rsub(z, 1.0), n), mul(z, h_use));
+    ys[t] = h2;
+    h = split ? concat({h2, h_rest}, 0) : h2;
+  }
+  return {concat(ys, 0), h};
 }
 
 Array rows_of(const Array& a, int64_t begin, int64_t end) { return a.slice(0, begin, end); }
@@ -182,6 +215,68 @@ LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes,
   };
   auto outs = record(op, {p, w_h, h0, c0}, {ys, hs, cs}, std::move(backward));
   return {outs[0], outs[1], outs[2]};
+}
+
+LstmLayer gru_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
+                    const Variable& b_h, const Variable& h0, bool reverse) {
+  constexpr const char* op = "n_step_gru";
+  const Device dev = p.device();
+  const Dtype dt = p.dtype();
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h0.shape()[1];
+  const auto off = offsets_of(batch_sizes);
+  const int64_t total = off.back();
+  const Array pa = p.array().contiguous(), wa = w_h.array(), ba = b_h.array();
+  Array hs = h0.array().copy();
+  Array ys = Array::empty({total, units}, dt, dev), hprev = Array::empty({total, units}, dt, dev);
+  Array act = Array::empty({total, 3 * units}, dt, dev), rs = Array::empty({total, 3 * units}, dt, dev);
+  const Array w_t = wa.transpose();
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto t = static_cast<std::size_t>(reverse ? steps - 1 - s : s);
+    const int64_t b = batch_sizes[t], lo = off[t], hi = off[t + 1];
+    if (b == 0) continue;
+    const Array hp = rows_of(hprev, lo, hi), rr = rows_of(rs, lo, hi), yt = rows_of(ys, lo, hi);
+    hp.assign(rows_of(hs, 0, b));
+    RENSA_KERNEL(dev, matmul, op)(hp, w_t, rr);
+    RENSA_KERNEL(dev, binary, op)(BinaryOp::add, rr, ba.broadcast_to(rr.shape()), rr);
+    RENSA_KERNEL(dev, gru_forward, op)(rows_of(pa, lo, hi), rr, hp, rows_of(act, lo, hi), yt);
+    rows_of(hs, 0, b).assign(yt);
+  }
+  auto backward = [p, w_h, b_h, h0, batch_sizes, reverse, off, wa, act, rs, hprev](const BackwardContext& ctx) -> Grads {
+    if (config().enable_backprop) {
+      return recompute_grads(ctx, {p, w_h, b_h, h0}, [&batch_sizes, reverse](const std::vector<Variable>& in) {
+        return composite_gru_layer(in, batch_sizes, reverse);
+      });
+    }
+    const int64_t n = static_cast<int64_t>(batch_sizes.size());
+    const Array gy = ctx.grad_output(0).array().contiguous();
+    Array gh = ctx.grad_output(1).array().copy();
+    Array gx = Array::empty(act.shape(), act.dtype(), act.device()), gr = Array::empty(act.shape(), act.dtype(), act.device());
+    Array ght = Array::empty(gh.shape(), gh.dtype(), gh.device()), back = Array::empty(gh.shape(), gh.dtype(), gh.device());
+    const Device d = act.device();
+    for (int64_t s = n; s-- > 0;) {
+      const auto t = static_cast<std::size_t>(reverse ? n - 1 - s : s);
+      const int64_t b = batch_sizes[t], lo = off[t], hi = off[t + 1];
+      if (b == 0) continue;
+      const Array ghb = rows_of(gh, 0, b), tmp = rows_of(ght, 0, b), grt = rows_of(gr, lo, hi), bk = rows_of(back, 0, b);
+      RENSA_KERNEL(d, binary, "n_step_gru")(BinaryOp::add, ghb, rows_of(gy, lo, hi), tmp);
+      RENSA_KERNEL(d, gru_backward, "n_step_gru")(rows_of(act, lo, hi), rows_of(rs, lo, hi), rows_of(hprev, lo, hi),
+                                                     tmp, rows_of(gx, lo, hi), grt, ghb);
+      RENSA_KERNEL(d, matmul, "n_step_gru")(grt, wa, bk);
+      RENSA_KERNEL(d, binary, "n_step_gru")(BinaryOp::add, ghb, bk, ghb);
+    }
+    Grads out(4);
+    if (ctx.needs_grad(0)) out[0] = Variable(gx);
+    if (ctx.needs_grad(1)) {
+      Array gw = Array::zeros(wa.shape(), wa.dtype(), d);
+      if (gr.shape()[0] > 0) RENSA_KERNEL(d, matmul, "n_step_gru")(gr.transpose(), hprev, gw);
+      out[1] = Variable(gw);
+    }
+    if (ctx.needs_grad(2)) out[2] = sum(Variable(gr), {0});
+    if (ctx.needs_grad(3)) out[3] = Variable(gh);
+    return out;
+  };
+  auto outs = record(op, {p, w_h, b_h, h0}, {ys, hs}, std::move(backward));
+  return {outs[0], outs[1], Variable()};
 }
 
 }  // namespace rensa::functions::detail

@@ -1,8 +1,8 @@
 #pragma once
-// The fused LSTM used by lstm and the n_step LSTMs: one kernel per step each way (lstm_forward,
-// lstm_backward), and for a whole layer one function node whose backward runs the recurrence in
-// reverse and computes the recurrent weight's gradient as one matrix product. Under double
-// backprop the backward recomputes the same step from differentiable functions instead.
+// The fused LSTM and GRU used by lstm and the n_step LSTMs and GRUs: one kernel per step each way
+// (lstm_/gru_forward and _backward), and for a whole layer one function node whose backward runs
+// the recurrence in reverse and computes the recurrent weight's gradient as one matrix product.
+// Under double backprop the backward recomputes the same steps from differentiable functions.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -26,5 +26,11 @@ struct LstmLayer {
 };
 LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
                      const Variable& h0, const Variable& c0, bool reverse);
+
+/// One direction of one GRU layer over time, as lstm_layer: p (sum B_t, 3H) the input projections
+/// with the input biases (blocks r, z, n), w_h (3H, H) and b_h (3H,) the recurrent weights and
+/// biases in the same order, h0 (B_0, H). Returns ys (sum B_t, H) and the final h (c null).
+LstmLayer gru_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
+                    const Variable& b_h, const Variable& h0, bool reverse);
 
 }  // namespace rensa::functions::detail
