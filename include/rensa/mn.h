@@ -2,10 +2,13 @@
 /// \file
 /// The umbrella header of rensa::mn, the multi-node layer (link rensa::mn; programs run under mpirun).
 
+#include "rensa/mn/allreduce_persistent.h"
 #include "rensa/mn/batch_norm_statistics.h"
 #include "rensa/mn/batch_normalization.h"
 #include "rensa/mn/communicator.h"
+#include "rensa/mn/early_stopping.h"
 #include "rensa/mn/evaluator.h"
+#include "rensa/mn/generic_evaluator.h"
 #include "rensa/mn/launch.h"
 #include "rensa/mn/multi_node_optimizer.h"
 #include "rensa/mn/object.h"

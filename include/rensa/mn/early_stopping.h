@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// MultiNodeEarlyStoppingTrigger (ChainerMN's): early stopping on a value averaged over the ranks,
+/// so that every rank stops at the same iteration.
+
+#include <optional>
+#include <string>
+
+#include "rensa/mn/communicator.h"
+#include "rensa/mn/evaluator.h"
+#include "rensa/training/triggers.h"
+
+namespace rensa::mn {
+
+/// Options of MultiNodeEarlyStoppingTrigger: those of training::EarlyStoppingTrigger, plus the
+/// suffix of the averaged key.
+struct EarlyStoppingOptions {
+  training::Trigger check_trigger{1, "epoch"};
+  std::string monitor = "main/loss";
+  int64_t patience = 3;
+  /// "min", "max", or "auto" (max when monitor contains "accuracy").
+  std::string mode = "auto";
+  training::Trigger max_trigger{100, "epoch"};
+  /// The average over ranks is observed as monitor + suffix.
+  std::string suffix = "_aggregated";
+};
+
+/// training::EarlyStoppingTrigger on `monitor` averaged over the ranks of `comm`: at each check
+/// interval every rank's mean of the interval is averaged over the ranks (an ObservationAggregator
+/// with that interval) and observed as monitor + suffix, on which the early-stopping rule decides,
+/// the same on every rank. Collective when the check trigger fires; use it as the trainer's stop
+/// trigger on every rank. ValueError as EarlyStoppingTrigger's, and for a null communicator.
+class MultiNodeEarlyStoppingTrigger : public training::TriggerBase {
+ public:
+  explicit MultiNodeEarlyStoppingTrigger(Communicator comm, EarlyStoppingOptions options = {});
+  bool operator()(training::Trainer& trainer) override;
+  /// Saves/loads the aggregator's and the early-stopping rule's state.
+  void serialize(serializers::Serializer& s) override;
+  std::optional<training::TrainingLength> training_length() const override { return stop_.training_length(); }
+  const training::EarlyStoppingTrigger& rule() const { return stop_; }
+
+ private:
+  ObservationAggregator aggregator_;
+  training::EarlyStoppingTrigger stop_;
+};
+
+}  // namespace rensa::mn
