@@ -37,6 +37,32 @@ void move_state(Variable& v, Device device) {
 
 }  // namespace
 
+// ---- the stateful links' (c, h) ------------------------------------------------------------------
+
+namespace detail {
+
+void serialize_cell_state(serializers::Serializer& s, Variable& c, Variable& h, Device device) {
+  serialize_state(s, "c", c, device);
+  serialize_state(s, "h", h, device);
+}
+
+void move_cell_state(Variable& c, Variable& h, Device device) {
+  move_state(c, device);
+  move_state(h, device);
+}
+
+void set_cell_state(const char* link, int64_t units, Device device, const Variable& c, const Variable& h,
+                    Variable& c_out, Variable& h_out) {
+  RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, link, "::set_state: c and h must both be set");
+  RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == units, ShapeError, link, "::set_state: c ",
+              c.shape(), " and h ", h.shape(), " must both be (B, ", units, ")");
+  c_out = c;
+  h_out = h;
+  move_cell_state(c_out, h_out, device);
+}
+
+}  // namespace detail
+
 // ---- LSTMBase ------------------------------------------------------------------------------------
 
 LSTMBase::LSTMBase(const char* link, int64_t in_size, int64_t out_size, LSTMOptions options)
@@ -109,11 +135,11 @@ std::pair<Variable, Variable> StatelessLSTM::forward(const Variable& c, const Va
 // ---- LSTM ----------------------------------------------------------------------------------------
 
 LSTM::LSTM(int64_t in_size, int64_t out_size, LSTMOptions options)
-    : LSTMBase("LSTM", in_size, out_size, std::move(options)) {
+    : WithCellState("LSTM", in_size, out_size, std::move(options)) {
   RENSA_CHECK(in_size >= 0, ValueError, "LSTM: in_size must be non-negative, got ", in_size);
 }
 
-LSTM::LSTM(int64_t out_size, LSTMOptions options) : LSTMBase("LSTM", -1, out_size, std::move(options)) {}
+LSTM::LSTM(int64_t out_size, LSTMOptions options) : WithCellState("LSTM", -1, out_size, std::move(options)) {}
 
 Variable LSTM::forward(const Variable& x) {
   prepare(x);
@@ -147,32 +173,6 @@ Variable LSTM::forward(const Variable& x) {
     h_ = F::concat({y, h_rest}, 0);
   }
   return y;
-}
-
-void LSTM::set_state(const Variable& c, const Variable& h) {
-  RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, "LSTM::set_state: c and h must both be set");
-  RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == state_size(), ShapeError,
-              "LSTM::set_state: c ", c.shape(), " and h ", h.shape(), " must both be (B, ", state_size(), ")");
-  c_ = c;
-  h_ = h;
-  move_state(c_, device_);
-  move_state(h_, device_);
-}
-
-void LSTM::reset_state() {
-  c_ = h_ = Variable();
-}
-
-void LSTM::serialize(serializers::Serializer& s) {
-  Chain::serialize(s);
-  detail::serialize_state(s, "c", c_, device_);
-  detail::serialize_state(s, "h", h_, device_);
-}
-
-void LSTM::to_device(Device device) {
-  Chain::to_device(device);
-  move_state(c_, device);
-  move_state(h_, device);
 }
 
 // ---- StatefulPeepholeLSTM ------------------------------------------------------------------------
@@ -214,22 +214,6 @@ Variable StatefulPeepholeLSTM::forward(const Variable& x) {
   return h_;
 }
 
-void StatefulPeepholeLSTM::reset_state() {
-  c_ = h_ = Variable();
-}
-
-void StatefulPeepholeLSTM::serialize(serializers::Serializer& s) {
-  Chain::serialize(s);
-  detail::serialize_state(s, "c", c_, device_);
-  detail::serialize_state(s, "h", h_, device_);
-}
-
-void StatefulPeepholeLSTM::to_device(Device device) {
-  Chain::to_device(device);
-  move_state(c_, device);
-  move_state(h_, device);
-}
-
 // ---- StatefulZoneoutLSTM -------------------------------------------------------------------------
 
 StatefulZoneoutLSTM::StatefulZoneoutLSTM(int64_t in_size, int64_t out_size, ZoneoutLSTMOptions options)
@@ -268,33 +252,6 @@ Variable StatefulZoneoutLSTM::forward(const Variable& x) {
   c_ = F::zoneout(c_, c_tmp, c_ratio_, mask_gen_);
   h_ = F::zoneout(h_, F::mul(F::sigmoid(gate(lstm_in, 3)), F::tanh(c_tmp)), h_ratio_, mask_gen_);
   return h_;
-}
-
-void StatefulZoneoutLSTM::set_state(const Variable& c, const Variable& h) {
-  RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, "StatefulZoneoutLSTM::set_state: c and h must both be set");
-  RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == state_size_, ShapeError,
-              "StatefulZoneoutLSTM::set_state: c ", c.shape(), " and h ", h.shape(), " must both be (B, ", state_size_,
-              ")");
-  c_ = c;
-  h_ = h;
-  move_state(c_, device_);
-  move_state(h_, device_);
-}
-
-void StatefulZoneoutLSTM::reset_state() {
-  c_ = h_ = Variable();
-}
-
-void StatefulZoneoutLSTM::serialize(serializers::Serializer& s) {
-  Chain::serialize(s);
-  detail::serialize_state(s, "c", c_, device_);
-  detail::serialize_state(s, "h", h_, device_);
-}
-
-void StatefulZoneoutLSTM::to_device(Device device) {
-  Chain::to_device(device);
-  move_state(c_, device);
-  move_state(h_, device);
 }
 
 }  // namespace rensa::links

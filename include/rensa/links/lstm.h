@@ -87,11 +87,52 @@ class StatelessLSTM : public LSTMBase {
   using Link::forward;
 };
 
+namespace detail {
+void serialize_cell_state(serializers::Serializer& s, Variable& c, Variable& h, Device device);
+void move_cell_state(Variable& c, Variable& h, Device device);
+void set_cell_state(const char* link, int64_t units, Device device, const Variable& c, const Variable& h,
+                    Variable& c_out, Variable& h_out);
+
+/// The (c, h) state a stateful LSTM link keeps between calls, on top of its Base link (see the
+/// file comment): reset_state(), the accessors, serialize() and to_device() for all of them.
+template <class Base>
+class WithCellState : public Base {
+ public:
+  using Base::Base;
+  /// Clears c and h (the next call starts afresh).
+  void reset_state() { c_ = h_ = Variable(); }
+  /// The cell state, null before the first call or after reset_state().
+  const Variable& c() const { return c_; }
+  /// The output of the last call (for LSTM, rows past the last batch kept from earlier calls), or
+  /// null.
+  const Variable& h() const { return h_; }
+  /// Parameters, then the states "c" and "h" when set.
+  void serialize(serializers::Serializer& s) override {
+    Base::serialize(s);
+    serialize_cell_state(s, c_, h_, this->device());
+  }
+  /// Moves the states too.
+  void to_device(Device device) override {
+    Base::to_device(device);
+    move_cell_state(c_, h_, device);
+  }
+
+ protected:
+  /// set_state of link `link` with `units` units: c and h both (B, units) (ValueError when one is
+  /// null, ShapeError otherwise), moved to the link's device.
+  void set_cell_state(const char* link, int64_t units, const Variable& c, const Variable& h) {
+    detail::set_cell_state(link, units, this->device(), c, h, c_, h_);
+  }
+
+  Variable c_, h_;
+};
+}  // namespace detail
+
 /// A stateful LSTM layer: forward(x) updates the states c and h and returns h. The first call
 /// starts from c = 0 and no lateral term. Batches may shrink from call to call (sequences sorted by
 /// decreasing length): only the first B rows of the states are updated, the rest pass through;
 /// a larger batch than the states' is a ShapeError.
-class LSTM : public LSTMBase {
+class LSTM : public detail::WithCellState<LSTMBase> {
  public:
   LSTM(int64_t in_size, int64_t out_size, LSTMOptions options = {});
   /// in_size inferred from the first input.
@@ -102,21 +143,7 @@ class LSTM : public LSTMBase {
   using Link::forward;
 
   /// Sets the states (both (B, H); ShapeError otherwise; moved to the link's device).
-  void set_state(const Variable& c, const Variable& h);
-  /// Clears c and h (the next call starts afresh).
-  void reset_state();
-  /// The cell state, null before the first call or after reset_state().
-  const Variable& c() const { return c_; }
-  /// The output of the last call (rows past the last batch kept from earlier calls), or null.
-  const Variable& h() const { return h_; }
-
-  /// Parameters, then the states "c" and "h" when set (see the file comment).
-  void serialize(serializers::Serializer& s) override;
-  /// Moves the states too.
-  void to_device(Device device) override;
-
- private:
-  Variable c_, h_;
+  void set_state(const Variable& c, const Variable& h) { set_cell_state("LSTM", state_size(), c, h); }
 };
 
 /// Options of StatefulPeepholeLSTM.
@@ -132,16 +159,13 @@ struct PeepholeLSTMOptions {
 /// o = sigmoid(o~ + peep_o(c')), h' = o tanh(c'), with the gate pre-activations interleaved as in
 /// lstm. The first call starts from c = 0 and no lateral term; every call's batch must equal the
 /// states' (ShapeError).
-class StatefulPeepholeLSTM : public Chain {
+class StatefulPeepholeLSTM : public detail::WithCellState<Chain> {
  public:
   StatefulPeepholeLSTM(int64_t in_size, int64_t out_size, PeepholeLSTMOptions options = {});
   explicit StatefulPeepholeLSTM(int64_t out_size, PeepholeLSTMOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
-  void reset_state();
-  const Variable& c() const { return c_; }
-  const Variable& h() const { return h_; }
   int64_t state_size() const { return state_size_; }
   Linear& upward() { return upward_; }
   Linear& lateral() { return lateral_; }
@@ -149,13 +173,9 @@ class StatefulPeepholeLSTM : public Chain {
   Linear& peep_f() { return peep_f_; }
   Linear& peep_o() { return peep_o_; }
 
-  void serialize(serializers::Serializer& s) override;
-  void to_device(Device device) override;
-
  private:
   int64_t state_size_;
   Linear upward_, lateral_, peep_i_, peep_f_, peep_o_;
-  Variable c_, h_;
 };
 
 /// Options of StatefulZoneoutLSTM.
@@ -177,32 +197,26 @@ struct ZoneoutLSTMOptions {
 /// (functions::zoneout: in training mode each element keeps its previous value with probability
 /// ratio; in test mode the new value). The first call starts from c = h = 0 and no lateral term;
 /// every call's batch must equal the states'.
-class StatefulZoneoutLSTM : public Chain {
+class StatefulZoneoutLSTM : public detail::WithCellState<Chain> {
  public:
   StatefulZoneoutLSTM(int64_t in_size, int64_t out_size, ZoneoutLSTMOptions options = {});
   explicit StatefulZoneoutLSTM(int64_t out_size, ZoneoutLSTMOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
-  void set_state(const Variable& c, const Variable& h);
-  void reset_state();
-  const Variable& c() const { return c_; }
-  const Variable& h() const { return h_; }
+  /// Sets the states (both (B, H); ShapeError otherwise; moved to the link's device).
+  void set_state(const Variable& c, const Variable& h) { set_cell_state("StatefulZoneoutLSTM", state_size_, c, h); }
   int64_t state_size() const { return state_size_; }
   double c_ratio() const { return c_ratio_; }
   double h_ratio() const { return h_ratio_; }
   Linear& upward() { return upward_; }
   Linear& lateral() { return lateral_; }
 
-  void serialize(serializers::Serializer& s) override;
-  void to_device(Device device) override;
-
  private:
   int64_t state_size_;
   double c_ratio_, h_ratio_;
   Generator* mask_gen_;
   Linear upward_, lateral_;
-  Variable c_, h_;
 };
 
 }  // namespace rensa::links
