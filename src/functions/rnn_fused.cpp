@@ -60,12 +60,13 @@ std::vector<int64_t> offsets_of(const std::vector<int64_t>& batch_sizes) {
   return off;
 }
 
-// The layer from differentiable functions: {ys, h, c} of {p, w_h, h0, c0}.
-std::vector<Variable> composite_layer(const std::vector<Variable>& in, const std::vector<int64_t>& batch_sizes,
-                                      bool reverse) {
-  const Variable &p = in[0], &w_h = in[1];
-  Variable h = in[2], c = in[3];
-  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h.shape()[1];
+// A layer's steps from differentiable functions: `cell(x_t, states)` maps step t's rows of p and
+// the first B_t rows of every state to their new values (the first is the step's output); rows
+// past a step's batch keep theirs. Returns the outputs of all steps concatenated, then the states.
+using CompositeCell = std::function<std::vector<Variable>(const Variable&, const std::vector<Variable>&)>;
+std::vector<Variable> composite_steps(const Variable& p, const std::vector<int64_t>& batch_sizes, bool reverse,
+                                      std::vector<Variable> states, const CompositeCell& cell) {
+  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = states[0].shape()[1];
   const auto off = offsets_of(batch_sizes);
   std::vector<Variable> ys(batch_sizes.size());
   for (int64_t s = 0; s < steps; ++s) {
@@ -75,52 +76,50 @@ std::vector<Variable> composite_layer(const std::vector<Variable>& in, const std
       ys[t] = Variable(Array::zeros({0, units}, p.dtype(), p.device()));
       continue;
     }
-    const bool split = rows < h.shape()[0];
-    Variable h_use = h, c_use = c, h_rest, c_rest;
-    if (split) {
-      auto hs = split_axis(h, std::vector<int64_t>{rows}, 0);
-      auto cs = split_axis(c, std::vector<int64_t>{rows}, 0);
-      h_use = hs[0], h_rest = hs[1], c_use = cs[0], c_rest = cs[1];
+    const bool split = rows < states[0].shape()[0];
+    std::vector<Variable> use(states.size()), rest(states.size());
+    for (std::size_t k = 0; k < states.size(); ++k) {
+      if (!split) {
+        use[k] = states[k];
+        continue;
+      }
+      auto parts = split_axis(states[k], std::vector<int64_t>{rows}, 0);
+      use[k] = parts[0];
+      rest[k] = parts[1];
     }
-    const Variable z = add(get_item(p, {Slice{off[t], off[t + 1]}}), matmul(h_use, w_h, false, true));
-    auto [c2, h2] = composite_cell(c_use, z, blocked(units));
-    ys[t] = h2;
-    h = split ? concat({h2, h_rest}, 0) : h2;
-    c = split ? concat({c2, c_rest}, 0) : c2;
+    const std::vector<Variable> next = cell(get_item(p, {Slice{off[t], off[t + 1]}}), use);
+    ys[t] = next[0];
+    for (std::size_t k = 0; k < states.size(); ++k) states[k] = split ? concat({next[k], rest[k]}, 0) : next[k];
   }
-  return {concat(ys, 0), h, c};
+  std::vector<Variable> out{concat(ys, 0)};
+  out.insert(out.end(), states.begin(), states.end());
+  return out;
+}
+
+// The LSTM layer from differentiable functions: {ys, h, c} of {p, w_h, h0, c0}.
+std::vector<Variable> composite_layer(const std::vector<Variable>& in, const std::vector<int64_t>& batch_sizes,
+                                      bool reverse) {
+  const Variable& w_h = in[1];
+  const LstmGates gates = blocked(in[2].shape()[1]);
+  return composite_steps(in[0], batch_sizes, reverse, {in[2], in[3]},
+                         [&](const Variable& x, const std::vector<Variable>& hc) {
+                           auto [c2, h2] = composite_cell(hc[1], add(x, matmul(hc[0], w_h, false, true)), gates);
+                           return std::vector<Variable>{h2, c2};
+                         });
 }
 
 // The GRU layer from differentiable functions: {ys, h} of {p, w_h, b_h, h0}.
 std::vector<Variable> composite_gru_layer(const std::vector<Variable>& in, const std::vector<int64_t>& batch_sizes,
                                           bool reverse) {
-  const Variable &p = in[0], &w_h = in[1], &b_h = in[2];
-  Variable h = in[3];
-  const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h.shape()[1];
-  const auto off = offsets_of(batch_sizes);
+  const Variable &w_h = in[1], &b_h = in[2];
+  const int64_t units = in[3].shape()[1];
   auto block = [units](const Variable& v, int64_t k) { return get_item(v, {Slice(), Slice{k * units, (k + 1) * units}}); };
-  std::vector<Variable> ys(batch_sizes.size());
-  for (int64_t s = 0; s < steps; ++s) {
-    const auto t = static_cast<std::size_t>(reverse ? steps - 1 - s : s);
-    const int64_t rows = batch_sizes[t];
-    if (rows == 0) {
-      ys[t] = Variable(Array::zeros({0, units}, p.dtype(), p.device()));
-      continue;
-    }
-    const bool split = rows < h.shape()[0];
-    Variable h_use = h, h_rest;
-    if (split) {
-      auto hs = split_axis(h, std::vector<int64_t>{rows}, 0);
-      h_use = hs[0], h_rest = hs[1];
-    }
-    const Variable x = get_item(p, {Slice{off[t], off[t + 1]}}), r = linear(h_use, w_h, b_h);
+  return composite_steps(in[0], batch_sizes, reverse, {in[3]}, [&](const Variable& x, const std::vector<Variable>& h) {
+    const Variable r = linear(h[0], w_h, b_h);
     const Variable g = sigmoid(add(block(x, 0), block(r, 0))), z = sigmoid(add(block(x, 1), block(r, 1)));
     const Variable n = tanh(add(block(x, 2), mul(g, block(r, 2))));
-    const Variable h2 = add(mul(rsub(z, 1.0), n), mul(z, h_use));
-    ys[t] = h2;
-    h = split ? concat({h2, h_rest}, 0) : h2;
-  }
-  return {concat(ys, 0), h};
+    return std::vector<Variable>{add(mul(rsub(z, 1.0), n), mul(z, h[0]))};
+  });
 }
 
 Array rows_of(const Array& a, int64_t begin, int64_t end) { return a.slice(0, begin, end); }
