@@ -34,6 +34,23 @@ class MemorySource final : public ByteSource {
   std::size_t size_;
 };
 
+/// A file read with pread; the size is taken once, so a file that shrinks meanwhile is an error,
+/// not a crash. `ctx` starts every error message.
+class FileSource final : public ByteSource {
+ public:
+  FileSource(const std::string& path, const std::string& ctx);
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, void* dst, std::size_t n) const override;
+
+ private:
+  std::string ctx_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
 /// Sequential output with a running position.
 class ByteSink {
  public:
