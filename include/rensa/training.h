@@ -18,6 +18,7 @@
 #include "rensa/links/gru.h"
 #include "rensa/links/hierarchical_softmax.h"
 #include "rensa/links/highway.h"
+#include "rensa/links/inception.h"
 #include "rensa/links/initializers.h"
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
