@@ -16,8 +16,12 @@ namespace {
 
 namespace F = functions;
 
-Variable max_pool(const Variable& x) { return F::max_pooling_2d(x, 3, 2); }
-Variable lrn(const Variable& x) { return F::local_response_normalization(x, 5, 1.0, 1e-4 / 5); }
+Variable max_pool(const Variable& x) {
+  return F::max_pooling_2d(x, 3, 2);
+}
+Variable lrn(const Variable& x) {
+  return F::local_response_normalization(x, 5, 1.0, 1e-4 / 5);
+}
 
 }  // namespace
 

@@ -21,8 +21,8 @@ struct ConvMaker {
 
   std::shared_ptr<Convolution2D> operator()(const char* name, int64_t in, int64_t out, int64_t k, int64_t pad,
                                             int64_t stride, bool nobias) {
-    Convolution2DOptions o{.stride = stride, .pad = pad, .nobias = nobias, .initialW = conv_init,
-                           .initial_bias = bias_init};
+    Convolution2DOptions o{
+        .stride = stride, .pad = pad, .nobias = nobias, .initialW = conv_init, .initial_bias = bias_init};
     if (seed) o.seed = *seed + next++;
     auto conv = std::make_shared<Convolution2D>(in, out, k, std::move(o));
     chain.add_link(name, conv);
@@ -40,8 +40,7 @@ std::shared_ptr<BatchNormalization> add_bn(Chain& chain, const char* name, int64
 
 Inception::Inception(int64_t in_channels, int64_t out1, int64_t proj3, int64_t out3, int64_t proj5, int64_t out5,
                      int64_t proj_pool, InceptionOptions options) {
-  RENSA_CHECK((in_channels >= 0 && out1 >= 1 && proj3 >= 1 && out3 >= 1 && proj5 >= 1 && out5 >= 1 &&
-               proj_pool >= 1),
+  RENSA_CHECK((in_channels >= 0 && out1 >= 1 && proj3 >= 1 && out3 >= 1 && proj5 >= 1 && out5 >= 1 && proj_pool >= 1),
               ValueError, "Inception: sizes must be at least 1 (in_channels 0: inferred), got in_channels ",
               in_channels, " out1 ", out1, " proj3 ", proj3, " out3 ", out3, " proj5 ", proj5, " out5 ", out5,
               " proj_pool ", proj_pool);
@@ -72,8 +71,8 @@ InceptionBN::InceptionBN(int64_t in_channels, int64_t out1, int64_t proj3, int64
               ValueError, "InceptionBN: sizes must be at least 1 (in_channels 0: inferred; out1 0: no 1x1 path), ",
               "got in_channels ", in_channels, " out1 ", out1, " proj3 ", proj3, " out3 ", out3, " proj33 ", proj33,
               " out33 ", out33, " stride ", options.stride);
-  RENSA_CHECK((out1 == 0 || (options.stride == 1 && options.proj_pool)), ValueError,
-              "InceptionBN: out1 ", out1, " > 0 needs stride 1 and a proj_pool, got stride ", options.stride,
+  RENSA_CHECK((out1 == 0 || (options.stride == 1 && options.proj_pool)), ValueError, "InceptionBN: out1 ", out1,
+              " > 0 needs stride 1 and a proj_pool, got stride ", options.stride,
               options.proj_pool ? "" : " and no proj_pool");
   ConvMaker conv{*this, options.conv_init, nullptr, options.seed};
   const int64_t s = options.stride;

@@ -112,7 +112,8 @@ ResNetLayers::ResNetLayers(const std::string& pretrained_model, int n_layers, bo
   add_stage("conv1", [c = conv1.get(), b = bn1.get()](const Variable& h) { return F::relu((*b)((*c)(h))); });
   add_stage("pool1", [](const Variable& h) { return F::max_pooling_2d(h, 3, 2); });
   for (std::size_t i = 0; i < 4; ++i) {
-    add_stage(std::string("res").append(std::to_string(i + 2)), [r = res[i].get()](const Variable& h) { return (*r)(h); });
+    add_stage(std::string("res").append(std::to_string(i + 2)),
+              [r = res[i].get()](const Variable& h) { return (*r)(h); });
   }
   // Chainer: average_pooling_2d over the whole map, reshaped to (N, C).
   add_stage("pool5", [](const Variable& h) { return F::global_average_pooling_2d(h); });

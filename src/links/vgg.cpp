@@ -44,8 +44,8 @@ VGGLayers::VGGLayers(const std::string& pretrained_model, int n_layers)
   const int per_block16[5] = {2, 2, 3, 3, 3};
   for (int b = 0; b < 5; ++b) {
     for (int i = 0; i < per_block16[b]; ++i) {
-      const std::string name = std::string("conv").append(std::to_string(b + 1)).append("_").append(
-          std::to_string(i + 1));
+      const std::string name =
+          std::string("conv").append(std::to_string(b + 1)).append("_").append(std::to_string(i + 1));
       blocks[static_cast<std::size_t>(b)].convs.push_back(
           conv(name.c_str(), i == 0 ? channels[b] : channels[b + 1], channels[b + 1]));
     }

@@ -52,7 +52,9 @@ std::map<std::string, Variable> VisionLayers::forward(const Variable& x, const s
   return out;
 }
 
-Variable VisionLayers::forward(const Variable& x) { return forward(x, {"prob"}).at("prob"); }
+Variable VisionLayers::forward(const Variable& x) {
+  return forward(x, {"prob"}).at("prob");
+}
 
 bool VisionLayers::pretrained(const std::string& pretrained_model) const {
   RENSA_CHECK(pretrained_model != "auto", ValueError, model_, ": pretrained_model \"auto\" (download) is not ",

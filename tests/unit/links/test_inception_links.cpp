@@ -31,9 +31,9 @@ std::vector<std::string> paths(const Link& l) {
 
 TEST(InceptionLink, ChildrenAndForward) {
   L::Inception l(3, 2, 2, 3, 2, 2, 4, {.seed = 1});
-  EXPECT_EQ(paths(l), (std::vector<std::string>{"/conv1/W", "/conv1/b", "/proj3/W", "/proj3/b", "/conv3/W",
-                                                "/conv3/b", "/proj5/W", "/proj5/b", "/conv5/W", "/conv5/b",
-                                                "/projp/W", "/projp/b"}));
+  EXPECT_EQ(paths(l),
+            (std::vector<std::string>{"/conv1/W", "/conv1/b", "/proj3/W", "/proj3/b", "/conv3/W", "/conv3/b",
+                                      "/proj5/W", "/proj5/b", "/conv5/W", "/conv5/b", "/projp/W", "/projp/b"}));
   EXPECT_EQ(l.conv3().W().shape(), (Shape{3, 2, 3, 3}));
   EXPECT_EQ(l.conv5().W().shape(), (Shape{2, 2, 5, 5}));
   EXPECT_EQ(l.projp().W().shape(), (Shape{4, 3, 1, 1}));
@@ -41,8 +41,7 @@ TEST(InceptionLink, ChildrenAndForward) {
   const Variable y = l(x);
   EXPECT_EQ(y.shape(), (Shape{2, 2 + 3 + 2 + 4, 5, 4}));
   const Variable want = F::relu(F::concat({l.conv1()(x), l.conv3()(F::relu(l.proj3()(x))),
-                                           l.conv5()(F::relu(l.proj5()(x))),
-                                           l.projp()(F::max_pooling_2d(x, 3, 1, 1))},
+                                           l.conv5()(F::relu(l.proj5()(x))), l.projp()(F::max_pooling_2d(x, 3, 1, 1))},
                                           1));
   EXPECT_TRUE(array_equal(y.array(), want.array()));
   L::Inception lazy(0, 2, 2, 3, 2, 2, 4, {.seed = 1});
@@ -66,8 +65,7 @@ TEST(InceptionBNLink, ChildrenAndForward) {
   std::vector<std::string> names;
   for (const auto& [name, child] : l.children()) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{"proj3", "conv3", "proj33", "conv33a", "conv33b", "proj3n", "conv3n",
-                                             "proj33n", "conv33an", "conv33bn", "conv1", "conv1n", "poolp",
-                                             "poolpn"}));
+                                             "proj33n", "conv33an", "conv33bn", "conv1", "conv1n", "poolp", "poolpn"}));
   for (const auto& [path, p] : l.namedparams()) EXPECT_FALSE(path.ends_with("/b")) << path;  // nobias
   const Variable x(randn({2, 3, 5, 5}, Dtype::float32, 2));
   EXPECT_EQ(l(x).shape(), (Shape{2, 2 + 3 + 2 + 2, 5, 5}));

@@ -29,15 +29,22 @@ using rensa::test::sin_array;
 
 namespace {
 
-Array ints(const std::vector<int64_t>& v) { return Array::from_vector(v); }
+Array ints(const std::vector<int64_t>& v) {
+  return Array::from_vector(v);
+}
 
 }  // namespace
 
 TEST(WalkerAlias, TablesMatchChainer) {
   // Chainer 7.8.1: WalkerAlias([3, 1, 4, 1, 5, 9, 2]).threshold / .values.
   const L::WalkerAlias w({3, 1, 4, 1, 5, 9, 2});
-  const std::vector<float> thr{0.2800000011920929f, 0.2800000011920929f, 0.5600000023841858f, 0.8399999737739563f,
-                               0.3999999761581421f, 0.6800000071525574f, 1.0f};
+  const std::vector<float> thr{0.2800000011920929f,
+                               0.2800000011920929f,
+                               0.5600000023841858f,
+                               0.8399999737739563f,
+                               0.3999999761581421f,
+                               0.6800000071525574f,
+                               1.0f};
   EXPECT_EQ(w.threshold(), thr);
   EXPECT_EQ(w.values(), (std::vector<int32_t>{1, 2, 3, 4, 6, 5, 0, 5, 2, 5, 4, 5, 5, 0}));
   // Frequencies follow the probabilities.
@@ -148,15 +155,27 @@ TEST(BinaryHierarchicalSoftmaxLink, Errors) {
   expect_error<ValueError>([&] { L::BinaryHierarchicalSoftmax(3, T::leaf(0)); }, {"BinaryHierarchicalSoftmax", "0"});
   expect_error<ValueError>([&] { L::BinaryHierarchicalSoftmax(3, T::node(T::leaf(1), T::leaf(1))); },
                            {"BinaryHierarchicalSoftmax", "twice"});
-  expect_error<ValueError>([&] { L::BinaryHierarchicalSoftmax(3, T{0, {T::leaf(0)}}); },
-                           {"BinaryHierarchicalSoftmax", "two child"});
+  expect_error<ValueError>(
+      [&] {
+        L::BinaryHierarchicalSoftmax(3, T{0, {T::leaf(0)}});
+      },
+      {"BinaryHierarchicalSoftmax", "two child"});
   L::BinaryHierarchicalSoftmax l(3, tree);
-  expect_error<ShapeError>([&] { l(Variable(randn({2, 4}, Dtype::float32)), ints({0, 1})); },
-                           {"BinaryHierarchicalSoftmax", "(2, 4)", "(2,)"});
-  expect_error<IndexError>([&] { l(Variable(randn({2, 3}, Dtype::float32)), ints({0, 2})); },
-                           {"BinaryHierarchicalSoftmax", "t[1] = 2"});
-  expect_error<DtypeError>([&] { l(Variable(randn({2, 3}, Dtype::float64)), ints({0, 1})); },
-                           {"BinaryHierarchicalSoftmax", "float64"});
+  expect_error<ShapeError>(
+      [&] {
+        l(Variable(randn({2, 4}, Dtype::float32)), ints({0, 1}));
+      },
+      {"BinaryHierarchicalSoftmax", "(2, 4)", "(2,)"});
+  expect_error<IndexError>(
+      [&] {
+        l(Variable(randn({2, 3}, Dtype::float32)), ints({0, 2}));
+      },
+      {"BinaryHierarchicalSoftmax", "t[1] = 2"});
+  expect_error<DtypeError>(
+      [&] {
+        l(Variable(randn({2, 3}, Dtype::float64)), ints({0, 1}));
+      },
+      {"BinaryHierarchicalSoftmax", "float64"});
 }
 
 TEST(CRF1dLink, ForwardAndArgmaxMatchChainer) {
@@ -191,8 +210,14 @@ TEST(CRF1dLink, InitializerAndErrors) {
   EXPECT_EQ(rensa::test::mean_square(one.cost().array()), 1.0);
   expect_error<ValueError>([] { L::CRF1d(0); }, {"CRF1d", "n_label"});
   L::CRF1d l(3);
-  expect_error<ShapeError>([&] { l.forward({Variable(randn({2, 4}, Dtype::float32))}, {ints({0, 1})}); },
-                           {"CRF1d", "(2, 4)"});
-  expect_error<ShapeError>([&] { l.forward({Variable(randn({2, 3}, Dtype::float32))}, {}, "mean", true); },
-                           {"CRF1d", "1 score sequences but 0"});
+  expect_error<ShapeError>(
+      [&] {
+        l.forward({Variable(randn({2, 4}, Dtype::float32))}, {ints({0, 1})});
+      },
+      {"CRF1d", "(2, 4)"});
+  expect_error<ShapeError>(
+      [&] {
+        l.forward({Variable(randn({2, 3}, Dtype::float32))}, {}, "mean", true);
+      },
+      {"CRF1d", "1 score sequences but 0"});
 }

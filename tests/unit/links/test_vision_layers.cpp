@@ -68,17 +68,20 @@ void expect_chainer_keys(const std::string& model, Link& link) {
   }
 }
 
-Variable image(int64_t size, uint64_t seed = 1) { return Variable(randn({1, 3, size, size}, Dtype::float32, seed)); }
+Variable image(int64_t size, uint64_t seed = 1) {
+  return Variable(randn({1, 3, size, size}, Dtype::float32, seed));
+}
 
 }  // namespace
 
 TEST(VGGLayers, NamesShapesAndForward) {
   L::VGG16Layers vgg;
   expect_chainer_keys("VGG16Layers", vgg);
-  EXPECT_EQ(vgg.available_layers(),
-            (std::vector<std::string>{"conv1_1", "conv1_2", "pool1", "conv2_1", "conv2_2", "pool2", "conv3_1",
-                                      "conv3_2", "conv3_3", "pool3", "conv4_1", "conv4_2", "conv4_3", "pool4",
-                                      "conv5_1", "conv5_2", "conv5_3", "pool5", "fc6", "fc7", "fc8", "prob"}));
+  EXPECT_EQ(
+      vgg.available_layers(),
+      (std::vector<std::string>{"conv1_1", "conv1_2", "pool1",   "conv2_1", "conv2_2", "pool2", "conv3_1", "conv3_2",
+                                "conv3_3", "pool3",   "conv4_1", "conv4_2", "conv4_3", "pool4", "conv5_1", "conv5_2",
+                                "conv5_3", "pool5",   "fc6",     "fc7",     "fc8",     "prob"}));
   auto test_mode = using_config("train", false);
   const Variable x = image(32);
   const auto out = vgg(x, {"conv1_1", "pool1", "conv4_3", "pool5"});
@@ -162,10 +165,11 @@ TEST(GoogLeNet, NamesShapesAndRoundTrip) {
   L::GoogLeNet net;
   expect_chainer_keys("GoogLeNet", net);
   EXPECT_EQ(net.available_layers(),
-            (std::vector<std::string>{"conv1", "pool1", "conv2_reduce", "conv2", "pool2", "inception_3a",
-                                      "inception_3b", "pool3", "inception_4a", "inception_4b", "inception_4c",
-                                      "inception_4d", "inception_4e", "pool4", "inception_5a", "inception_5b",
-                                      "pool5", "loss3_fc", "prob", "loss1_fc2", "loss2_fc2"}));
+            (std::vector<std::string>{"conv1",        "pool1",        "conv2_reduce", "conv2",        "pool2",
+                                      "inception_3a", "inception_3b", "pool3",        "inception_4a", "inception_4b",
+                                      "inception_4c", "inception_4d", "inception_4e", "pool4",        "inception_5a",
+                                      "inception_5b", "pool5",        "loss3_fc",     "prob",         "loss1_fc2",
+                                      "loss2_fc2"}));
   auto test_mode = using_config("train", false);
   // 64 x 64: pool4 needs inception_4e's map to hold a 3 x 3 window.
   const Variable x = image(64);
@@ -204,6 +208,9 @@ TEST(VisionLayers, Errors) {
   L::GoogLeNet net;
   expect_error<ValueError>([&] { net(image(32), {"inception_9z"}); }, {"GoogLeNet", "inception_9z", "loss2_fc2"});
   expect_error<ValueError>([&] { net(image(32), std::vector<std::string>{}); }, {"GoogLeNet", "layer"});
-  expect_error<ShapeError>([&] { net(Variable(randn({1, 4, 32, 32}, Dtype::float32)), {"conv1"}); },
-                           {"GoogLeNet", "layer conv1", "(1, 4, 32, 32)"});
+  expect_error<ShapeError>(
+      [&] {
+        net(Variable(randn({1, 4, 32, 32}, Dtype::float32)), {"conv1"});
+      },
+      {"GoogLeNet", "layer conv1", "(1, 4, 32, 32)"});
 }
