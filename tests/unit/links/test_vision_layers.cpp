@@ -116,7 +116,7 @@ TEST(ResNetLayers, NamesOfEveryDepth) {
             (std::vector<std::string>{"conv1", "pool1", "res2", "res3", "res4", "res5", "pool5", "fc6", "prob"}));
 }
 
-TEST(ResNetLayers, ForwardAndPretrainedRoundTrip) {
+TEST(ResNetLayers, Forward) {
   L::ResNet50Layers resnet;
   expect_chainer_keys("ResNet50Layers", resnet);
   auto test_mode = using_config("train", false);
@@ -132,13 +132,6 @@ TEST(ResNetLayers, ForwardAndPretrainedRoundTrip) {
   auto& bn1 = dynamic_cast<L::BatchNormalization&>(resnet.child("bn1"));
   EXPECT_TRUE(array_equal(out.at("pool1").array(), F::max_pooling_2d(F::relu(bn1(conv1(x))), 3, 2).array()));
   EXPECT_TRUE(array_equal(resnet(x).array(), out.at("prob").array()));
-  // A file written from this model loads into one built from it, giving the same outputs.
-  const std::string path = rensa::test::temp_npz("resnet50");
-  serializers::save_npz(path, resnet);
-  L::ResNet50Layers loaded(path);
-  std::filesystem::remove(path);
-  rensa::test::expect_same_params(resnet, loaded);
-  EXPECT_TRUE(array_equal(loaded(x).array(), out.at("prob").array()));
 }
 
 TEST(ResNetLayers, Blocks) {
@@ -178,6 +171,8 @@ TEST(GoogLeNet, NamesShapesAndRoundTrip) {
   EXPECT_EQ(out.at("inception_3a").shape(), (Shape{1, 256, 8, 8}));
   EXPECT_EQ(out.at("inception_4e").shape(), (Shape{1, 832, 4, 4}));
   EXPECT_EQ(out.at("inception_5b").shape(), (Shape{1, 1024, 2, 2}));
+  // A file written from this model loads into one built from it (pretrained_model), giving the
+  // same outputs.
   const std::string path = rensa::test::temp_npz("googlenet");
   serializers::save_npz(path, net);
   L::GoogLeNet loaded(path);
