@@ -1,9 +1,12 @@
 // The model-zoo links (VGG16Layers, VGG19Layers, ResNet50/101/152Layers, GoogLeNet) and ResNet's
 // blocks: Chainer's parameter and persistent names and shapes (tests/fixtures/README.md), layer
-// names, output shapes on small inputs, forward against the children, pretrained weights through
-// an .npz file, gradients through the blocks, and errors.
+// names, output shapes on small inputs, Chainer's values for ResNet50Layers and GoogLeNet, forward
+// against the children, pretrained weights through an .npz file, gradients through the blocks,
+// and errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -65,6 +68,56 @@ void expect_chainer_keys(const std::string& model, Link& link) {
     auto it = got.find(key);
     ASSERT_NE(it, got.end()) << model << ": missing " << key;
     EXPECT_EQ(it->second, shape) << model << ": " << key;
+  }
+}
+
+// Sets parameter i of the sorted paths to c sin(0.37 k + 0.1 i), c = 1 / sqrt(fan_in) for
+// weights and 0.5 for vectors, so that activations stay moderate through a deep network.
+void set_scaled_params(Link& link) {
+  auto params = link.namedparams();
+  std::sort(params.begin(), params.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Variable& p = params[i].second;
+    const Shape& shape = p.shape();
+    double fan_in = 1;
+    for (std::size_t d = 1; d < shape.size(); ++d) fan_in *= static_cast<double>(shape[d]);
+    const double c = shape.size() >= 2 ? 1.0 / std::sqrt(fan_in) : 0.5;
+    p.array().assign(rensa::test::sin_array(shape, 0.1 * static_cast<double>(i), c).astype(p.dtype()));
+  }
+}
+
+// What Chainer 7.8.1 computes for one layer (tests/fixtures/README.md, the model-zoo values): the
+// sum and the sum of squares of the activation, and its elements at flat indices 0, size / 3 and
+// size - 1.
+struct ChainerValues {
+  std::string layer;
+  Shape shape;
+  double sum, sumsq;
+  std::vector<double> at;
+};
+
+// Sets the parameters as the reference script does and compares the activations on x =
+// sin(0.37 k + 1), (1, 3, size, size), in test mode.
+void expect_chainer_values(L::VisionLayers& model, int64_t size, const std::vector<ChainerValues>& want) {
+  set_scaled_params(model);
+  auto test_mode = using_config("train", false);
+  auto no_grad = no_backprop_mode();
+  std::vector<std::string> layers;
+  for (const auto& w : want) layers.push_back(w.layer);
+  const auto out = model(Variable(rensa::test::sin_array({1, 3, size, size}, 1.0).astype(Dtype::float32)), layers);
+  for (const auto& w : want) {
+    const Variable& y = out.at(w.layer);
+    ASSERT_EQ(y.shape(), w.shape) << w.layer;
+    const auto v = y.array().to_vector<double>();
+    double sum = 0, sumsq = 0;
+    for (double e : v) {
+      sum += e;
+      sumsq += e * e;
+    }
+    EXPECT_NEAR(sum, w.sum, 1e-4 * std::abs(w.sum)) << w.layer;
+    EXPECT_NEAR(sumsq, w.sumsq, 1e-4 * std::abs(w.sumsq)) << w.layer;
+    const std::size_t idx[3] = {0, v.size() / 3, v.size() - 1};
+    for (std::size_t j = 0; j < 3; ++j) EXPECT_NEAR(v[idx[j]], w.at[j], 1e-5 + 1e-4 * std::abs(w.at[j])) << w.layer;
   }
 }
 
@@ -132,6 +185,12 @@ TEST(ResNetLayers, Forward) {
   auto& bn1 = dynamic_cast<L::BatchNormalization&>(resnet.child("bn1"));
   EXPECT_TRUE(array_equal(out.at("pool1").array(), F::max_pooling_2d(F::relu(bn1(conv1(x))), 3, 2).array()));
   EXPECT_TRUE(array_equal(resnet(x).array(), out.at("prob").array()));
+  expect_chainer_values(
+      resnet, 32,
+      {{"pool1", {1, 64, 8, 8}, 1062.44356, 668.090938, {0.0158157349, 0.809748232, 0}},
+       {"res3", {1, 512, 4, 4}, 7771.20899, 15825.8141, {0.781724155, 0, 0.991751432}},
+       {"pool5", {1, 2048}, 2030.51888, 5096.59342, {1.13446593, 0.72370863, 0.235518843}},
+       {"prob", {1, 1000}, 1.00000005, 0.00753284809, {6.00260952e-10, 0.00252481108, 3.83135872e-14}}});
 }
 
 TEST(ResNetLayers, Blocks) {
@@ -179,6 +238,11 @@ TEST(GoogLeNet, NamesShapesAndRoundTrip) {
   std::filesystem::remove(path);
   rensa::test::expect_same_params(net, loaded);
   EXPECT_TRUE(array_equal(loaded(x, {"inception_5b"}).at("inception_5b").array(), out.at("inception_5b").array()));
+  expect_chainer_values(
+      net, 64,
+      {{"pool2", {1, 192, 8, 8}, 5654.03333, 6553.92613, {0.45501408, 0, 1.18111002}},
+       {"inception_4a", {1, 512, 4, 4}, 1399.3312, 699.728919, {0.0531032272, 0.369497597, 0.218080953}},
+       {"inception_5b", {1, 1024, 2, 2}, 2530.78456, 5207.82801, {0.268837839, 0, 0}}});
 }
 
 TEST(GoogLeNet, AuxiliaryClassifiersAt224) {
