@@ -1,6 +1,7 @@
 // Inception and InceptionBN: Chainer's children, in Chainer's registration order, and forwards.
 #include "rensa/links/inception.h"
 
+#include <string>
 #include <vector>
 
 #include "rensa/core/error.h"
@@ -30,6 +31,18 @@ struct ConvMaker {
   }
 };
 
+// Errors of the children, prefixed with the module's name.
+template <class Fn>
+Variable named(const char* link, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const ShapeError& e) {
+    throw ShapeError(std::string(link).append(": ").append(e.what()));
+  } catch (const DtypeError& e) {
+    throw DtypeError(std::string(link).append(": ").append(e.what()));
+  }
+}
+
 std::shared_ptr<BatchNormalization> add_bn(Chain& chain, const char* name, int64_t size) {
   auto bn = std::make_shared<BatchNormalization>(size);
   chain.add_link(name, bn);
@@ -54,6 +67,10 @@ Inception::Inception(int64_t in_channels, int64_t out1, int64_t proj3, int64_t o
 }
 
 Variable Inception::forward(const Variable& x) {
+  return named("Inception", [&] { return forward_impl(x); });
+}
+
+Variable Inception::forward_impl(const Variable& x) {
   const Variable out1 = (*conv1_)(x);
   const Variable out3 = (*conv3_)(F::relu((*proj3_)(x)));
   const Variable out5 = (*conv5_)(F::relu((*proj5_)(x)));
@@ -97,6 +114,10 @@ InceptionBN::InceptionBN(int64_t in_channels, int64_t out1, int64_t proj3, int64
 }
 
 Variable InceptionBN::forward(const Variable& x) {
+  return named("InceptionBN", [&] { return forward_impl(x); });
+}
+
+Variable InceptionBN::forward_impl(const Variable& x) {
   std::vector<Variable> outs;
   if (out1_ > 0) outs.push_back(F::relu((*conv1n_)((*conv1_)(x))));
   Variable h3 = F::relu((*proj3n_)((*proj3_)(x)));

@@ -38,7 +38,8 @@ class Inception : public Chain {
   Inception(int64_t in_channels, int64_t out1, int64_t proj3, int64_t out3, int64_t proj5, int64_t out5,
             int64_t proj_pool, InceptionOptions options = {});
 
-  /// ShapeError naming the child (conv1, ...) for an x that is not (N, in_channels, H, W).
+  /// ShapeError starting with "Inception: " and naming x and W for an x that is not (N,
+  /// in_channels, H, W).
   Variable forward(const Variable& x) override;
   using Link::forward;
 
@@ -50,6 +51,7 @@ class Inception : public Chain {
   Convolution2D& projp() const { return *projp_; }
 
  private:
+  Variable forward_impl(const Variable& x);
   std::shared_ptr<Convolution2D> conv1_, proj3_, conv3_, proj5_, conv5_, projp_;
 };
 
@@ -82,10 +84,12 @@ class InceptionBN : public Chain {
   InceptionBN(int64_t in_channels, int64_t out1, int64_t proj3, int64_t out3, int64_t proj33, int64_t out33,
               const std::string& pooltype, InceptionBNOptions options = {});
 
+  /// Errors of the children start with "InceptionBN: ".
   Variable forward(const Variable& x) override;
   using Link::forward;
 
  private:
+  Variable forward_impl(const Variable& x);
   int64_t out1_;
   int64_t stride_;
   bool max_pool_;
