@@ -48,6 +48,12 @@ void LeCunNormal::operator()(const Array& array, Generator& gen) const {
   fill_normal("LeCunNormal", array, scale_ * std::sqrt(1.0 / fan_in_of("LeCunNormal", array)), gen);
 }
 
+void LeCunUniform::operator()(const Array& array, Generator& gen) const {
+  check_target("LeCunUniform", array);
+  if (array.size() == 0) return;
+  fill_uniform("LeCunUniform", array, scale_ * std::sqrt(3.0 / fan_in_of("LeCunUniform", array)), gen);
+}
+
 void HeNormal::operator()(const Array& array, Generator& gen) const {
   check_target("HeNormal", array);
   if (array.size() == 0) return;

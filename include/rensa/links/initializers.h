@@ -25,6 +25,14 @@ class LeCunNormal : public Initializer {
  private:
   double scale_;
 };
+/// U(-s, s) with s = scale * sqrt(3 / fan_in) (Chainer's LeCunUniform: GoogLeNet's default).
+class LeCunUniform : public Initializer {
+ public:
+  explicit LeCunUniform(double scale = 1.0) : scale_(scale) {}
+  void operator()(const Array& array, Generator& gen) const override;
+ private:
+  double scale_;
+};
 /// N(0, 2 scale^2 / fan_in).
 class HeNormal : public Initializer {
  public:

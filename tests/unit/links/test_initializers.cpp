@@ -78,6 +78,18 @@ TEST(Initializers, GlorotUniform) {
   EXPECT_NEAR(s.std, 2.0 * bound / std::sqrt(3.0), 0.02 * 2.0 * bound / std::sqrt(3.0));
 }
 
+TEST(Initializers, LeCunUniform) {
+  const double bound = std::sqrt(3.0 / 1000);
+  expect_distribution(I::LeCunUniform(), bound / std::sqrt(3.0));  // std sqrt(1 / fan_in), as LeCunNormal
+  Array a = Array::empty({100, 1000}, Dtype::float64);
+  Generator gen(3);
+  I::LeCunUniform(2.0)(a, gen);
+  const Stats s = stats(a);
+  EXPECT_GE(s.min, -2.0 * bound);
+  EXPECT_LT(s.max, 2.0 * bound);
+  EXPECT_GT(s.max, 1.9 * bound);
+}
+
 TEST(Initializers, NormalAndUniform) {
   expect_distribution(I::Normal(), 0.05);
   expect_distribution(I::Normal(1.0), 1.0, Dtype::float64, {100000});  // no fans needed
