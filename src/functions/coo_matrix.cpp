@@ -2,6 +2,7 @@
 // host; data stays a Variable so that gradients reach it.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "rensa/functions/array_ops.h"
@@ -68,6 +69,9 @@ Variable CooMatrix::to_dense() const {
 CooMatrix to_coo(const Array& x, std::optional<int64_t> ldnz, bool requires_grad) {
   RENSA_CHECK(!x.is_null(), ValueError, "to_coo: x is null");
   RENSA_CHECK(x.ndim() == 2 || x.ndim() == 3, ShapeError, "to_coo: x must be 2-d, or 3-d for a batch, got ", x.shape());
+  const int64_t kMax = std::numeric_limits<int32_t>::max();
+  RENSA_CHECK(x.shape()[x.ndim() - 2] <= kMax && x.shape().back() <= kMax, ValueError, "to_coo: x ", x.shape(),
+              " has an extent beyond int32 indices");
   const bool batched = x.ndim() == 3;
   const int64_t nb = batched ? x.shape()[0] : 1;
   const int64_t per = x.size() / std::max<int64_t>(nb, 1);  // elements of one matrix

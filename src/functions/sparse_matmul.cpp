@@ -2,8 +2,6 @@
 // multiply and scatter-add, each differentiable, so gradients of every order come for free and
 // also cost O(nnz n): the data's gradient is a row-wise dot product at the entries only.
 #include <ostream>
-#include <sstream>
-#include <string>
 
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
@@ -17,16 +15,21 @@ namespace {
 
 constexpr const char* kOp = "sparse_matmul";
 
-// Streams a sparse operand for error messages: "CooMatrix (3, 4) with data (5,)".
-struct SparseNote {
+// Streams both operands for error messages, the sparse one as "CooMatrix (3, 4) with data (5,)".
+struct OperandsNote {
   const utils::CooMatrix& s;
+  const Variable& d;
+  bool sparse_left, transa, transb;
 };
-std::ostream& operator<<(std::ostream& os, const SparseNote& n) {
-  return os << "CooMatrix " << n.s.shape() << " with data " << n.s.data().shape();
-}
-
-const char* trans_note(bool trans) {
-  return trans ? " (transposed)" : "";
+std::ostream& operator<<(std::ostream& os, const OperandsNote& n) {
+  const auto sparse = [&](bool trans) -> std::ostream& {
+    return os << "CooMatrix " << n.s.shape() << " with data " << n.s.data().shape() << (trans ? " (transposed)" : "");
+  };
+  const auto dense = [&](bool trans) -> std::ostream& { return os << n.d.shape() << (trans ? " (transposed)" : ""); };
+  os << "a ";
+  n.sparse_left ? sparse(n.transa) : dense(n.transa);
+  os << " and b ";
+  return n.sparse_left ? dense(n.transb) : sparse(n.transb);
 }
 
 // Checks the operands of s (sparse) by d (dense), whichever side each is on.
@@ -34,31 +37,16 @@ void check_operands(const utils::CooMatrix& s, const Variable& d, bool sparse_le
   detail::check_floating(kOp, s.data(), sparse_left ? "a.data" : "b.data");
   detail::check_floating(kOp, d, sparse_left ? "b" : "a");
   detail::check_same_dtype_device(kOp, {&s.data(), &d});
-  const auto describe = [&](std::ostream& os) -> std::ostream& {
-    if (sparse_left)
-      return os << "a " << SparseNote{s} << trans_note(transa) << " and b " << d.shape() << trans_note(transb);
-    return os << "a " << d.shape() << trans_note(transa) << " and b " << SparseNote{s} << trans_note(transb);
-  };
+  const OperandsNote ops{s, d, sparse_left, transa, transb};
   const int64_t want = s.batched() ? 3 : 2;
-  if (d.ndim() != want) {
-    std::ostringstream os;
-    describe(os) << ": the dense operand must be " << want << "-d for a " << (s.batched() ? "batched" : "single")
-                 << " CooMatrix";
-    throw ShapeError(kOp + std::string(": ") + os.str());
-  }
-  if (s.batched() && d.shape()[0] != s.data().shape()[0]) {
-    std::ostringstream os;
-    describe(os) << " have mismatched batch sizes " << s.data().shape()[0] << " vs " << d.shape()[0];
-    throw ShapeError(kOp + std::string(": ") + os.str());
-  }
+  RENSA_CHECK(d.ndim() == want, ShapeError, kOp, ": ", ops, ": the dense operand must be ", want, "-d for a ",
+              (s.batched() ? "batched" : "single"), " CooMatrix");
+  RENSA_CHECK(!s.batched() || d.shape()[0] == s.data().shape()[0], ShapeError, kOp, ": ", ops,
+              " have mismatched batch sizes ", s.data().shape()[0], " vs ", d.shape()[0]);
   const int64_t dm = d.shape()[d.ndim() - 2], dk = d.shape()[d.ndim() - 1];
   const int64_t left_k = sparse_left ? s.shape()[transa ? 0 : 1] : (transa ? dm : dk);
   const int64_t right_k = sparse_left ? (transb ? dk : dm) : s.shape()[transb ? 1 : 0];
-  if (left_k != right_k) {
-    std::ostringstream os;
-    describe(os) << " have mismatched inner dims " << left_k << " vs " << right_k;
-    throw ShapeError(kOp + std::string(": ") + os.str());
-  }
+  RENSA_CHECK(left_k == right_k, ShapeError, kOp, ": ", ops, " have mismatched inner dims ", left_k, " vs ", right_k);
 }
 
 // op(s) op(d) for checked operands: gather d's rows at the entries' columns, scale them by the

@@ -60,7 +60,7 @@ class CooMatrix {
 /// order, as a CooMatrix with int32 indices and data in x's dtype and device. ldnz is the length
 /// of the entry arrays: at least the largest number of nonzeros of one matrix (a smaller ldnz is
 /// raised to it, as in Chainer), the rest padding (data 0, row and col -1). data requires grad
-/// when asked. ShapeError unless x is 2-d or 3-d.
+/// when asked. ShapeError unless x is 2-d or 3-d; ValueError when an extent does not fit int32.
 CooMatrix to_coo(const Array& x, std::optional<int64_t> ldnz = std::nullopt, bool requires_grad = false);
 
 /// The order of entries with these indices (see CooOrder); ShapeError when their shapes differ,
@@ -78,7 +78,8 @@ namespace rensa::functions {
 /// a.data() (nonzero only at the entries; zero at padding) and to b, to any order (the backward is
 /// again a sparse product). a.data() and b: one floating dtype (DtypeError) and one device.
 /// ShapeError, naming both shapes, when b is not 2-d / 3-d as a requires or the inner extents or
-/// batch sizes differ; IndexError for an index out of range.
+/// batch sizes differ; IndexError for an index out of range; ValueError when only one of an
+/// entry's row and col is -1 (a's indices are checked again at each call).
 Variable sparse_matmul(const utils::CooMatrix& a, const Variable& b, bool transa = false, bool transb = false);
 /// C = op(a) op(b) with a dense, b sparse: a is (m, k) or (nb, m, k), b holds (k, n) matrices
 /// (the sizes after op). Otherwise as the overload above.

@@ -282,4 +282,5 @@ TEST(SparseMatmul, Errors) {
       },
       {"CooMatrix", "(1, 1, 1)"});
   expect_error<ShapeError>([&] { utils::to_coo(Array::zeros({4})); }, {"to_coo", "(4,)"});
+  expect_error<ValueError>([&] { utils::to_coo(Array::zeros({0, int64_t{1} << 32})); }, {"to_coo", "int32"});
 }
