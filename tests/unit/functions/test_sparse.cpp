@@ -121,6 +121,24 @@ TEST(SparseMatmul, MatchesTheDenseProductAndItsGradients) {
   }
 }
 
+// A (10^6, 10^6) matrix with three entries: the dense one would need 8 TB.
+TEST(SparseMatmul, CostsWhatTheEntriesCostNotTheDenseMatrix) {
+  const int64_t n = 1000000;
+  Variable data(Array::from_vector<double>({2, 3, 4}), true);
+  const CooMatrix s(data, Array::from_vector<int32_t>({5, n - 1, 5}), Array::from_vector<int32_t>({n - 1, 0, 7}),
+                    {n, n});
+  Variable b(Array::ones({n, 1}, Dtype::float64), true);
+  Variable c = F::sparse_matmul(s, b);
+  EXPECT_EQ(c.shape(), (Shape{n, 1}));
+  EXPECT_EQ(c.array().at<double>({5, 0}), 6.0);
+  EXPECT_EQ(c.array().at<double>({n - 1, 0}), 3.0);
+  c.set_grad(Array::full({n, 1}, 0.5, Dtype::float64));
+  c.backward();
+  EXPECT_EQ(data.grad().array().to_vector<double>(), (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_EQ(b.grad().array().at<double>({n - 1, 0}), 1.0);
+  EXPECT_EQ(b.grad().array().at<double>({7, 0}), 2.0);
+}
+
 // The values below come from Chainer 7.8.1 (chainer.utils.to_coo, F.sparse_matmul, backward).
 TEST(SparseMatmul, ChainerValues) {
   const Array a = Array::from_vector<double>({0, 2, 0, 0, -1, 0, 0, 3, 0, 0, 0.5, 0}, {3, 4});
