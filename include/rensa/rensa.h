@@ -44,6 +44,7 @@
 #include "rensa/functions/rounding.h"
 #include "rensa/functions/sequence.h"
 #include "rensa/functions/shift.h"
+#include "rensa/functions/sparse.h"
 #include "rensa/functions/spatial_transformer.h"
 #include "rensa/functions/special.h"
 #include "rensa/functions/trigonometric.h"
