@@ -17,10 +17,13 @@ inline int64_t dilated(int64_t k, int64_t d) {
 }
 
 /// Windows of extent dk at stride s over size + 2p elements; with cover_all, the last window may
-/// run past the end so every element is covered. 0 when one window does not fit in size + 2p.
+/// run past the end so every element is covered. 0 when no window fits (with cover_all, a window
+/// may be larger than size + 2p by less than a stride).
 inline int64_t window_count(int64_t size, int64_t dk, int64_t s, int64_t p, bool cover_all) {
   const int64_t span = size + 2 * p - dk;
-  if (span < 0) return 0;
+  // A window larger than the padded input still fits once with cover_all when it reaches past the
+  // input by less than a stride (Chainer's floor division: a 3-wide window over 2 at stride 2).
+  if (span < 0) return cover_all && span + s - 1 >= 0 ? 1 : 0;
   return (cover_all ? (span + s - 1) / s : span / s) + 1;
 }
 

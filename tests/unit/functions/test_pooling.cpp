@@ -241,6 +241,20 @@ TEST(GlobalAveragePooling2D, ValuesAndGradients) {
 
 // ---- errors -------------------------------------------------------------------------------------
 
+// Chainer's cover_all rounds with floor division: a window larger than the input by less than a
+// stride still fits once (GoogLeNet's 3x3, stride-2 pools on a 2x2 map), one larger by more does not.
+TEST(MaxPooling2D, WindowLargerThanTheInputWithCoverAll) {
+  Variable x(Array::from_vector<double>({1, 4, 3, 2}, {1, 1, 2, 2}), true);
+  Variable y = F::max_pooling_2d(x, 3, 2);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(y.array().item<double>(), 4.0);
+  rensa::testing::check_backward([](const Variable& v) { return F::max_pooling_2d(v, 3, 2); },
+                                 randn({2, 3, 2, 2}).astype(Dtype::float64));
+  expect_error<ShapeError>([&] { F::max_pooling_2d(x, 3, 2, 0, false); }, {"max_pooling_2d", "larger than"});
+  expect_error<ShapeError>([&] { F::max_pooling_2d(Variable(randn({1, 1, 1, 1})), 3, 1); },
+                           {"max_pooling_2d", "larger than"});
+}
+
 TEST(Pooling2D, Errors) {
   Variable x(randn({2, 3, 5, 5}));
   for (const char* name : {"max_pooling_2d", "average_pooling_2d"}) {
