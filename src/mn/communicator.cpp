@@ -824,7 +824,7 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
   });
 }
 
-void CommunicatorImpl::send(const Array& x, int dest, int tag) {
+void CommunicatorImpl::send(const Array& x, int dest, int tag, const std::string& context) {
   check_not_null("send", x);
   RENSA_CHECK(dest >= 0 && dest < size_ && dest != rank_, ValueError, "send: destination ", dest,
               " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
@@ -834,7 +834,7 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag) {
   const int max_tag = flag && tag_ub ? *tag_ub : 32767;
   RENSA_CHECK(tag >= 0 && tag <= max_tag, ValueError, "send: tag ", tag, " is outside 0..", max_tag);
   RENSA_CHECK(x.ndim() <= kMaxDims, ValueError, "send: arrays of more than ", kMaxDims, " dimensions cannot be sent");
-  const std::string what = "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
+  const std::string what = context + "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
                            ", tag " + std::to_string(tag) + ", " + format_bytes(x.nbytes()) + ")";
   run_p2p(what, dest, [&] {
     int64_t h[kHeader];
@@ -850,11 +850,11 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag) {
   });
 }
 
-Array CommunicatorImpl::recv(int source, int tag) {
+Array CommunicatorImpl::recv(int source, int tag, const std::string& context) {
   RENSA_CHECK(source >= 0 && source < size_ && source != rank_, ValueError, "recv: source ", source,
               " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
   RENSA_CHECK(tag >= 0, ValueError, "recv: tag ", tag, " is negative");
-  const std::string what = "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
+  const std::string what = context + "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
                            name_ + ", tag " + std::to_string(tag) + ")";
   return run_p2p(what, source, [&] {
     int64_t h[kHeader];

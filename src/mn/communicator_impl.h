@@ -125,8 +125,9 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::vector<Array> allgather(const Array& x);
   Array scatter(const std::vector<Array>& xs, int root);
   std::vector<Array> alltoall(const std::vector<Array>& xs);
-  void send(const Array& x, int dest, int tag);
-  Array recv(int source, int tag);
+  /// `context` (e.g. "mn::functions::send: ") prefixes the operation in errors and watchdog lines.
+  void send(const Array& x, int dest, int tag, const std::string& context = {});
+  Array recv(int source, int tag, const std::string& context = {});
   void barrier();
   std::string bcast_bytes(const std::string& bytes, int root);
   std::vector<std::string> gather_bytes(const std::string& bytes, int root);
