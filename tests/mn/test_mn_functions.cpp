@@ -53,7 +53,9 @@ void check_collective_backward(const Fn& f, const std::vector<Array>& xs) {
   for (const Array& x : xs) in.emplace_back(x.copy(), true);
   std::vector<Variable> ys = f(in);
   std::vector<Variable> gys;
-  for (std::size_t i = 0; i < ys.size(); ++i) gys.emplace_back(values(ys[i].shape(), rank, 10 + static_cast<int>(i)));
+  for (std::size_t i = 0; i < ys.size(); ++i) {
+    gys.emplace_back(values(ys[i].shape(), rank, 10 + static_cast<int>(i)).astype(ys[i].dtype()));
+  }
   rensa::backward(ys, gys);
   double analytic = 0;
   std::vector<Array> ds;
@@ -225,7 +227,7 @@ TEST(MnFunctionsCollectives, FirstOrderOnlyCollectivesRefuseDoubleBackprop) {
   Variable x(values({2}, world().rank(), 13), true);
   Variable y = MF::bcast(world(), x, 0);
   expect_error<NotImplementedError>(
-      [&] { rensa::grad({F::sum(F::square(y))}, {x}, {}, {.enable_double_backprop = true}); },
+      [&] { F::sum(F::square(y)).backward({.enable_double_backprop = true}); },
       {"mn::functions::bcast", "double backprop"});
 }
 
