@@ -17,6 +17,13 @@
 ///   gradient (through an internal dummy input, as ChainerMN does), so that every rank takes part
 ///   in the dual communication. Under no_backprop_mode() nothing is recorded, on every rank alike.
 ///
+/// - Gradients of send/recv, bcast, gather and scatter cross ranks as data: first order only
+///   (NotImplementedError when double backprop reaches them). allgather, alltoall and allreduce have
+///   backward passes written with themselves, so higher-order gradients work.
+/// - rensa::grad(outputs, inputs) runs only the functions with a requested input behind them, so on a
+///   rank where no requested input lies behind a communication, its dual is skipped and the peers
+///   wait: use backward() for model-parallel graphs.
+///
 /// A rank that waits for a peer that never comes (a send without its recv, a backward that is not
 /// run) is ended by the communicator's watchdog with a line naming both ranks and the tag; a
 /// gradient whose shape or dtype differs from what was sent throws CommunicationError naming both.
@@ -30,7 +37,9 @@ namespace rensa::mn::functions {
 
 /// Sends `x` to rank `rank` with `tag` (ChainerMN's send(x, communicator, rank, tag=0)) and returns
 /// the delegate variable: a float32 scalar zero (ChainerMN's is an empty array; a scalar lets
-/// `delegate.backward()` seed itself) that carries the graph. Backward through it receives x's
+/// `delegate.backward()` seed itself) that carries the graph. x may live on any device; it travels
+/// through host memory. Blocks until the message is handed to MPI (for large messages, until the
+/// peer receives it). Backward through it receives x's
 /// gradient from `rank` (sent by recv's backward) and passes it on to x; the gradient must have x's
 /// shape and dtype (CommunicationError naming both ranks and the tag otherwise). Connect the
 /// delegate to the rest of this rank's graph (recv's delegate_variable, pseudo_connect) or call
@@ -61,18 +70,24 @@ Variable pseudo_connect(const Variable& delegate_variable, const Variable& actua
 std::vector<Variable> pseudo_connect(const Variable& delegate_variable, const std::vector<Variable>& actual_variables);
 
 /// Root's `x` on every rank (ChainerMN's bcast(comm, x, root=0)); other ranks' `x` is ignored and may
-/// be null. Backward: the gradients of every rank gathered to root and summed into x's gradient.
-/// ValueError for a null communicator, a root outside it, or a null x on root.
+/// be null. Backward: the gradients of every rank gathered to root and summed into x's gradient
+/// (first order only: NotImplementedError when double backprop reaches it).
+///
+/// For the collectives: ValueError for a null communicator or a root outside it (checked on each
+/// rank); errors in the data (a null x on root, wrong counts, dtypes that differ across ranks) are
+/// found by the communicator on every rank alike, so all ranks throw the same exception, prefixed
+/// with the rank and the collective (`rank 1 on host b: gather #7 (flat, 48 B): ...`).
 Variable bcast(Communicator comm, const Variable& x, int root = 0);
 
 /// On root: every rank's `x` in rank order (ChainerMN's gather(comm, x, root=0); shapes may differ,
 /// dtypes must agree). On the other ranks: one element, a delegate variable (float32 scalar zero) to
-/// backpropagate from (ChainerMN returns it there too). Backward: root scatters the gradients back.
+/// backpropagate from (ChainerMN returns it there too). Backward: root scatters the gradients back
+/// (first order only).
 std::vector<Variable> gather(Communicator comm, const Variable& x, int root = 0);
 
 /// Rank i gets root's xs[i] (ChainerMN's scatter(comm, xs, root=0)); root passes comm.size()
 /// variables (ValueError on every rank otherwise), the others' xs are ignored. Backward: the
-/// gradients gathered to root.
+/// gradients gathered to root (first order only).
 Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root = 0);
 
 /// Every rank's `x` in rank order, on every rank (ChainerMN's allgather(comm, x); shapes may differ,
@@ -80,7 +95,7 @@ Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root = 
 std::vector<Variable> allgather(Communicator comm, const Variable& x);
 
 /// Rank i sends xs[j] to rank j and gets rank j's xs[i] as element j (ChainerMN's alltoall(comm,
-/// xs)); every rank passes comm.size() variables (ValueError naming the count otherwise). Backward:
+/// xs)); every rank passes comm.size() variables (ValueError on every rank otherwise). Backward:
 /// alltoall of the gradients. Double backprop works.
 std::vector<Variable> alltoall(Communicator comm, const std::vector<Variable>& xs);
 
