@@ -251,10 +251,13 @@ TEST(MnFunctionsErrors, LocalArgumentErrorsNameTheFunction) {
 TEST(MnFunctionsErrors, CollectiveArgumentErrorsAreRaisedOnEveryRank) {
   Communicator& comm = world();
   std::vector<Variable> too_few(static_cast<std::size_t>(comm.size() - 1), Variable(Array::zeros({1})));
-  expect_error<ValueError>([&] { MF::alltoall(comm, too_few); }, {"alltoall"});
+  expect_error<ValueError>([&] { MF::alltoall(comm, too_few); },
+                           {"mn::functions::alltoall", "passed " + std::to_string(comm.size() - 1) + " arrays"});
   // Dtypes differ across ranks: every rank throws.
   Variable x(Array::zeros({2}, comm.rank() == 0 ? Dtype::float32 : Dtype::float64), true);
-  expect_error<Error>([&] { MF::allgather(comm, x); }, {"allgather"});
+  expect_error<Error>([&] { MF::allgather(comm, x); }, {"mn::functions::allgather", "float32", "float64"});
+  // A null x on the root of a bcast: every rank throws.
+  expect_error<ValueError>([&] { MF::bcast(comm, comm.rank() == 0 ? Variable() : x, 0); }, {"mn::functions::bcast"});
 }
 
 TEST(MnFunctionsErrors, RecvOfAPlainSendNamesBothRanksAndTag) {
@@ -266,6 +269,19 @@ TEST(MnFunctionsErrors, RecvOfAPlainSendNamesBothRanksAndTag) {
     expect_error<CommunicationError>([&] { MF::recv(comm, peer, {}, 9); },
                                      {"mn::functions::recv", "rank " + std::to_string(me),
                                       "from rank " + std::to_string(peer), "tag 9", "float32 (3, 4)"});
+  }
+  comm.barrier();
+}
+
+TEST(MnFunctionsErrors, RecvOfATupleAsOneVariable) {
+  Communicator& comm = world();
+  const int me = comm.rank(), peer = me ^ 1;
+  if (me % 2 == 0) {
+    MF::send(std::vector<Variable>{Variable(Array::zeros({1})), Variable(Array::zeros({2}))}, comm, peer, 2);
+  } else {
+    expect_error<CommunicationError>([&] { MF::recv(comm, peer, {}, 2); },
+                                     {"mn::functions::recv", "received 2 variables from rank " + std::to_string(peer),
+                                      "tag 2", "recv_tuple"});
   }
   comm.barrier();
 }

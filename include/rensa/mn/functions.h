@@ -76,7 +76,8 @@ std::vector<Variable> pseudo_connect(const Variable& delegate_variable, const st
 /// For the collectives: ValueError for a null communicator or a root outside it (checked on each
 /// rank); errors in the data (a null x on root, wrong counts, dtypes that differ across ranks) are
 /// found by the communicator on every rank alike, so all ranks throw the same exception, prefixed
-/// with the rank and the collective (`rank 1 on host b: gather #7 (flat, 48 B): ...`).
+/// with the function, the rank and the collective (`mn::functions::gather: rank 1 on host b: gather
+/// #7 (flat, 48 B): ...`).
 Variable bcast(Communicator comm, const Variable& x, int root = 0);
 
 /// On root: every rank's `x` in rank order (ChainerMN's gather(comm, x, root=0); shapes may differ,

@@ -3,6 +3,7 @@
 // alltoall). Bad arguments (null arrays, wrong counts, differing dtypes) are left to the
 // communicator, which finds them on every rank alike, so all ranks throw together instead of some
 // waiting for the others.
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,25 @@ void check_root(const char* op, const Communicator& comm, int root) {
   check_comm(op, comm);
   RENSA_CHECK(root >= 0 && root < comm.size(), ValueError, op, ": root ", root,
               " is not a rank of a communicator of size ", comm.size());
+}
+
+// Runs a communicator call, naming the differentiable function in front of its error (type kept).
+template <class Fn>
+auto named(const char* op, Fn&& fn) -> decltype(fn()) {
+  const auto prefix = [op](const std::exception& e) { return std::string(op) + ": " + e.what(); };
+  try {
+    return fn();
+  } catch (const CommunicationError& e) {
+    throw CommunicationError(prefix(e));
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix(e));
+  } catch (const DtypeError& e) {
+    throw DtypeError(prefix(e));
+  } catch (const ValueError& e) {
+    throw ValueError(prefix(e));
+  } catch (const DeviceError& e) {
+    throw DeviceError(prefix(e));
+  }
 }
 
 // Recording even when no input requires grad keeps every rank's backward collectives in step.
@@ -58,7 +78,7 @@ std::vector<Array> grad_arrays(const BackwardContext& ctx) {
 Variable bcast(Communicator comm, const Variable& x, int root) {
   check_root("mn::functions::bcast", comm, root);
   const bool is_root = comm.rank() == root;
-  Array y = comm.bcast(is_root && !x.is_null() ? x.array() : Array(), root);
+  Array y = named("mn::functions::bcast", [&] { return comm.bcast(is_root && !x.is_null() ? x.array() : Array(), root); });
   std::vector<Variable> inputs;
   if (is_root) inputs.push_back(x);
   inputs.push_back(dummy());
@@ -75,7 +95,7 @@ Variable bcast(Communicator comm, const Variable& x, int root) {
 
 std::vector<Variable> gather(Communicator comm, const Variable& x, int root) {
   check_root("mn::functions::gather", comm, root);
-  std::vector<Array> ys = comm.gather(x.is_null() ? Array() : x.array(), root);
+  std::vector<Array> ys = named("mn::functions::gather", [&] { return comm.gather(x.is_null() ? Array() : x.array(), root); });
   const bool is_root = comm.rank() == root;
   if (!is_root) ys = {Array::zeros({}, Dtype::float32)};  // the delegate variable
   return record("mn_gather", {x, dummy()}, std::move(ys), [comm, root, is_root](const BackwardContext& ctx) mutable {
@@ -88,7 +108,8 @@ std::vector<Variable> gather(Communicator comm, const Variable& x, int root) {
 Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root) {
   check_root("mn::functions::scatter", comm, root);
   const bool is_root = comm.rank() == root;
-  Array y = comm.scatter(is_root ? arrays_of(xs) : std::vector<Array>{}, root);
+  Array y = named("mn::functions::scatter",
+                  [&] { return comm.scatter(is_root ? arrays_of(xs) : std::vector<Array>{}, root); });
   std::vector<Variable> inputs;
   if (is_root) inputs = xs;
   inputs.push_back(dummy());
@@ -106,7 +127,7 @@ Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root) {
 
 std::vector<Variable> allgather(Communicator comm, const Variable& x) {
   check_comm("mn::functions::allgather", comm);
-  std::vector<Array> ys = comm.allgather(x.is_null() ? Array() : x.array());
+  std::vector<Array> ys = named("mn::functions::allgather", [&] { return comm.allgather(x.is_null() ? Array() : x.array()); });
   return record("mn_allgather", {x, dummy()}, std::move(ys), [comm](const BackwardContext& ctx) mutable {
     // Rank j's gradient of my x arrives as element j; written with differentiable functions.
     std::vector<Variable> gys;
@@ -120,7 +141,7 @@ std::vector<Variable> allgather(Communicator comm, const Variable& x) {
 
 std::vector<Variable> alltoall(Communicator comm, const std::vector<Variable>& xs) {
   check_comm("mn::functions::alltoall", comm);
-  std::vector<Array> ys = comm.alltoall(arrays_of(xs));
+  std::vector<Array> ys = named("mn::functions::alltoall", [&] { return comm.alltoall(arrays_of(xs)); });
   std::vector<Variable> inputs = xs;
   inputs.push_back(dummy());
   return record("mn_alltoall", std::span<const Variable>(inputs), std::move(ys), [comm](const BackwardContext& ctx) mutable {
