@@ -4,7 +4,6 @@
 // sees the same batches (rank 0 reads them; create_multi_node_iterator broadcasts them).
 //   mpirun -n 2 build/release/examples/parallel_convolution --epoch 5
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -87,8 +86,8 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<rensa::iterators::Iterator> train_iter, test_iter;
   if (comm.rank() == 0) {
-    auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist()
-                                             : rensa::datasets::get_mnist(dataset_dir);
+    auto [train, test] =
+        dataset_dir.empty() ? rensa::datasets::get_fashion_mnist() : rensa::datasets::get_mnist(dataset_dir);
     if (limit > 0) {
       train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
       test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));

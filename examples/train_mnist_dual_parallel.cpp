@@ -6,7 +6,6 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -73,8 +72,8 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&data_c);
   rensa::seed(0);
 
-  auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist()
-                                           : rensa::datasets::get_mnist(dataset_dir);
+  auto [train, test] =
+      dataset_dir.empty() ? rensa::datasets::get_fashion_mnist() : rensa::datasets::get_mnist(dataset_dir);
   if (limit > 0) {
     train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
     test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));

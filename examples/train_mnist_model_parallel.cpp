@@ -4,7 +4,6 @@
 // Only rank 0 reads data; the others train on an empty dataset of the same length, in step.
 //   mpirun -n 2 build/release/examples/train_mnist_model_parallel --epoch 5
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -61,8 +60,8 @@ int main(int argc, char** argv) {
   if (n < 2) throw rensa::ValueError("train_mnist_model_parallel: run it on 2 or more ranks (mpirun -n 2 ...)");
   rensa::seed(0);
 
-  auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist()
-                                           : rensa::datasets::get_mnist(dataset_dir);
+  auto [train, test] =
+      dataset_dir.empty() ? rensa::datasets::get_fashion_mnist() : rensa::datasets::get_mnist(dataset_dir);
   if (limit > 0) {
     train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
     test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));

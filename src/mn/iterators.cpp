@@ -135,8 +135,8 @@ std::unique_ptr<iterators::SerialIterator> create_synchronized_iterator(datasets
     }
   }
   made = bcast_obj(communicator, made, 0);
-  RENSA_CHECK(made.first.empty(), ValueError, "create_synchronized_iterator: rank 0 could not make its iterator: ",
-              made.first);
+  RENSA_CHECK(made.first.empty(), ValueError,
+              "create_synchronized_iterator: rank 0 could not make its iterator: ", made.first);
   const uint64_t seed = made.second;
   if (communicator.rank() != 0) {
     options.seed = seed;

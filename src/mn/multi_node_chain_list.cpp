@@ -53,9 +53,8 @@ Variable MultiNodeChainList::forward(const std::vector<Variable>& inputs) {
     Variable x;
     if (rank_in.none()) {
       // After the first component, the inputs are joined to the graph so far.
-      std::vector<Variable> xs = i == 0 || delegate.is_null() || inputs.empty()
-                                     ? inputs
-                                     : MF::pseudo_connect(delegate, inputs);
+      std::vector<Variable> xs =
+          i == 0 || delegate.is_null() || inputs.empty() ? inputs : MF::pseudo_connect(delegate, inputs);
       x = f.forward(xs);
     } else {
       std::vector<Variable> xs;

@@ -16,9 +16,8 @@ bool has_cell_state(const links::NStepRNNBase& link) {
 }
 void check_rank(const char* what, std::optional<int> r, const Communicator& comm) {
   if (!r) return;
-  RENSA_CHECK(*r >= 0 && *r < comm.size() && *r != comm.rank(), ValueError, "create_multi_node_n_step_rnn: ", what,
-              " ", *r, " must be another rank of a communicator of size ", comm.size(), " (this is rank ",
-              comm.rank(), ")");
+  RENSA_CHECK(*r >= 0 && *r < comm.size() && *r != comm.rank(), ValueError, "create_multi_node_n_step_rnn: ", what, " ",
+              *r, " must be another rank of a communicator of size ", comm.size(), " (this is rank ", comm.rank(), ")");
 }
 }  // namespace
 
@@ -36,8 +35,7 @@ MultiNodeNStepRNN::MultiNodeNStepRNN(std::shared_ptr<links::NStepRNNBase> link, 
 MultiNodeNStepRNN::Result MultiNodeNStepRNN::forward(const std::vector<Variable>& xs, const Variable& hx_in,
                                                      const Variable& cx_in) {
   Variable hx = hx_in, cx = cx_in;
-  RENSA_CHECK(n_cells_ == 2 || cx.is_null(), ValueError,
-              "MultiNodeNStepRNN: cx given to a link without a cell state");
+  RENSA_CHECK(n_cells_ == 2 || cx.is_null(), ValueError, "MultiNodeNStepRNN: cx given to a link without a cell state");
   if (rank_in_) {
     RENSA_CHECK(hx.is_null() && cx.is_null(), ValueError, "MultiNodeNStepRNN: hx and cx come from rank ", *rank_in_,
                 " (rank_in); pass none");
@@ -59,16 +57,14 @@ MultiNodeNStepRNN::Result MultiNodeNStepRNN::forward(const std::vector<Variable>
   if (rank_out_) {
     result.delegate_variable = MF::send(out.hy, comm_, *rank_out_);
     if (n_cells_ == 2) {
-      result.delegate_variable =
-          MF::send(MF::pseudo_connect(result.delegate_variable, out.cy), comm_, *rank_out_);
+      result.delegate_variable = MF::send(MF::pseudo_connect(result.delegate_variable, out.cy), comm_, *rank_out_);
     }
   }
   return result;
 }
 
 std::shared_ptr<MultiNodeNStepRNN> create_multi_node_n_step_rnn(std::shared_ptr<links::NStepRNNBase> actual_link,
-                                                                Communicator communicator,
-                                                                std::optional<int> rank_in,
+                                                                Communicator communicator, std::optional<int> rank_in,
                                                                 std::optional<int> rank_out) {
   return std::make_shared<MultiNodeNStepRNN>(std::move(actual_link), std::move(communicator), rank_in, rank_out);
 }

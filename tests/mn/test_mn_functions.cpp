@@ -169,9 +169,7 @@ TEST(MnFunctionsSendRecv, NoBackpropModeRecordsNothing) {
 TEST(MnFunctionsCollectives, BcastGradientIsGatheredAndSummed) {
   for (int root : {0, world().size() - 1}) {
     check_collective_backward(
-        [&](const std::vector<Variable>& xs) {
-          return std::vector<Variable>{MF::bcast(world(), xs[0], root)};
-        },
+        [&](const std::vector<Variable>& xs) { return std::vector<Variable>{MF::bcast(world(), xs[0], root)}; },
         {values({2, 3}, world().rank(), 7)});
   }
 }
@@ -226,9 +224,8 @@ TEST(MnFunctionsCollectives, AllgatherDoubleBackprop) {
 TEST(MnFunctionsCollectives, FirstOrderOnlyCollectivesRefuseDoubleBackprop) {
   Variable x(values({2}, world().rank(), 13), true);
   Variable y = MF::bcast(world(), x, 0);
-  expect_error<NotImplementedError>(
-      [&] { F::sum(F::square(y)).backward({.enable_double_backprop = true}); },
-      {"mn::functions::bcast", "double backprop"});
+  expect_error<NotImplementedError>([&] { F::sum(F::square(y)).backward({.enable_double_backprop = true}); },
+                                    {"mn::functions::bcast", "double backprop"});
 }
 
 // ---- bad input ------------------------------------------------------------------------------------------
@@ -279,9 +276,9 @@ TEST(MnFunctionsErrors, RecvOfATupleAsOneVariable) {
   if (me % 2 == 0) {
     MF::send(std::vector<Variable>{Variable(Array::zeros({1})), Variable(Array::zeros({2}))}, comm, peer, 2);
   } else {
-    expect_error<CommunicationError>([&] { MF::recv(comm, peer, {}, 2); },
-                                     {"mn::functions::recv", "received 2 variables from rank " + std::to_string(peer),
-                                      "tag 2", "recv_tuple"});
+    expect_error<CommunicationError>(
+        [&] { MF::recv(comm, peer, {}, 2); },
+        {"mn::functions::recv", "received 2 variables from rank " + std::to_string(peer), "tag 2", "recv_tuple"});
   }
   comm.barrier();
 }
@@ -295,8 +292,7 @@ TEST(MnFunctionsErrors, GradientOfAnotherShapeNamesBothRanksTagAndShapes) {
     Variable phi = MF::send(x, comm, peer, 4);
     expect_error<CommunicationError>([&] { phi.backward(); },
                                      {"mn::functions::send (backward)", "rank " + std::to_string(me),
-                                      "to rank " + std::to_string(peer), "tag 4", "float64 (2, 3)",
-                                      "float64 (3,)"});
+                                      "to rank " + std::to_string(peer), "tag 4", "float64 (2, 3)", "float64 (3,)"});
   } else {
     const Array manifest = comm.recv(peer, 4);
     comm.recv(peer, 4);

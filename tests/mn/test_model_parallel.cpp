@@ -4,7 +4,6 @@
 // dual-parallel combination (model-parallel pairs x data-parallel replicas, 4 ranks). Also
 // create_multi_node_n_step_rnn, the iterators and create_empty_dataset.
 #include <gtest/gtest.h>
-
 #include <mpi.h>
 
 #include <cmath>
@@ -88,8 +87,12 @@ void expect_trained(const Link& link, int salt) {
   EXPECT_FALSE(array_equal(W, values(W.shape(), salt, 0.5)));
 }
 
-Array batch_x(int salt) { return values({5, 4}, 200 + salt); }
-Array batch_t(int salt) { return values({5, 2}, 300 + salt); }
+Array batch_x(int salt) {
+  return values({5, 4}, 200 + salt);
+}
+Array batch_t(int salt) {
+  return values({5, 2}, 300 + salt);
+}
 
 // ---- a chain around every rank: 0 -> 1 -> ... -> n-1 -> 0 ------------------------------------------------
 
@@ -127,7 +130,8 @@ TEST(ModelParallel, ChainOfSendsAndReceivesTrainsAsOneProcess) {
   optimizers::SGD ref_opt(kLr);
   ref_opt.setup(ref);
   for (int step = 0; step < kSteps; ++step) {
-    sgd_step(ref, ref_opt, [&] { return F::mean_squared_error(ref(Variable(batch_x(step))), Variable(batch_t(step))); });
+    sgd_step(ref, ref_opt,
+             [&] { return F::mean_squared_error(ref(Variable(batch_x(step))), Variable(batch_t(step))); });
   }
   if (me == 0) {
     expect_same_params(*first, *r_first, "first");
@@ -207,7 +211,8 @@ SplitComms split_pairs() {
   MPI_Comm model_c = MPI_COMM_NULL, data_c = MPI_COMM_NULL;
   MPI_Comm_split(mpi_comm(world()), me / 2, me, &model_c);
   MPI_Comm_split(mpi_comm(world()), me % 2, me, &data_c);
-  SplitComms s{create_communicator("flat", model_c, test_options()), create_communicator("flat", data_c, test_options())};
+  SplitComms s{create_communicator("flat", model_c, test_options()),
+               create_communicator("flat", data_c, test_options())};
   MPI_Comm_free(&model_c);
   MPI_Comm_free(&data_c);
   return s;

@@ -20,10 +20,10 @@ namespace rensa::mn {
 /// takes the model's inputs, or gives the model's output).
 struct Ranks {
   Ranks() = default;
-  Ranks(std::nullopt_t) {}                                   // NOLINT(google-explicit-constructor)
-  Ranks(int rank) : ranks{rank} {}                           // NOLINT(google-explicit-constructor)
-  Ranks(std::initializer_list<int> list) : ranks(list) {}    // NOLINT(google-explicit-constructor)
-  Ranks(std::vector<int> list) : ranks(std::move(list)) {}   // NOLINT(google-explicit-constructor)
+  Ranks(std::nullopt_t) {}                                  // NOLINT(google-explicit-constructor)
+  Ranks(int rank) : ranks{rank} {}                          // NOLINT(google-explicit-constructor)
+  Ranks(std::initializer_list<int> list) : ranks(list) {}   // NOLINT(google-explicit-constructor)
+  Ranks(std::vector<int> list) : ranks(std::move(list)) {}  // NOLINT(google-explicit-constructor)
   bool none() const { return ranks.empty(); }
   std::vector<int> ranks;
 };
@@ -35,8 +35,8 @@ struct Ranks {
 /// - rank_out none: the output is the model's output (at most one such component); otherwise it is sent
 ///   to each rank of rank_out in order.
 /// forward returns the model's output, connected (pseudo_connect) to the delegate variable of the last
-/// send, or only that delegate variable when this rank has no output; call backward() on it (or on a
-/// loss computed from it). Every rank must call forward and backward once per step, in the same step.
+/// send, or only that delegate variable when this rank has no output (a null variable when this rank
+/// has no components); call backward() on it (or on a loss computed from it). Every rank must call forward and backward once per step, in the same step.
 /// Tags are 0, as in ChainerMN.
 class MultiNodeChainList : public ChainList {
  public:

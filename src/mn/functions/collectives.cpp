@@ -45,7 +45,9 @@ auto named(const char* op, Fn&& fn) -> decltype(fn()) {
 }
 
 // Recording even when no input requires grad keeps every rank's backward collectives in step.
-Variable dummy() { return Variable(Array::zeros({}, Dtype::float32), true); }
+Variable dummy() {
+  return Variable(Array::zeros({}, Dtype::float32), true);
+}
 
 // bcast, gather and scatter have a first-order backward: gradients cross ranks as data.
 void check_first_order(const char* op) {
@@ -78,7 +80,8 @@ std::vector<Array> grad_arrays(const BackwardContext& ctx) {
 Variable bcast(Communicator comm, const Variable& x, int root) {
   check_root("mn::functions::bcast", comm, root);
   const bool is_root = comm.rank() == root;
-  Array y = named("mn::functions::bcast", [&] { return comm.bcast(is_root && !x.is_null() ? x.array() : Array(), root); });
+  Array y =
+      named("mn::functions::bcast", [&] { return comm.bcast(is_root && !x.is_null() ? x.array() : Array(), root); });
   std::vector<Variable> inputs;
   if (is_root) inputs.push_back(x);
   inputs.push_back(dummy());
@@ -95,7 +98,8 @@ Variable bcast(Communicator comm, const Variable& x, int root) {
 
 std::vector<Variable> gather(Communicator comm, const Variable& x, int root) {
   check_root("mn::functions::gather", comm, root);
-  std::vector<Array> ys = named("mn::functions::gather", [&] { return comm.gather(x.is_null() ? Array() : x.array(), root); });
+  std::vector<Array> ys =
+      named("mn::functions::gather", [&] { return comm.gather(x.is_null() ? Array() : x.array(), root); });
   const bool is_root = comm.rank() == root;
   if (!is_root) ys = {Array::zeros({}, Dtype::float32)};  // the delegate variable
   return record("mn_gather", {x, dummy()}, std::move(ys), [comm, root, is_root](const BackwardContext& ctx) mutable {
@@ -127,7 +131,8 @@ Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root) {
 
 std::vector<Variable> allgather(Communicator comm, const Variable& x) {
   check_comm("mn::functions::allgather", comm);
-  std::vector<Array> ys = named("mn::functions::allgather", [&] { return comm.allgather(x.is_null() ? Array() : x.array()); });
+  std::vector<Array> ys =
+      named("mn::functions::allgather", [&] { return comm.allgather(x.is_null() ? Array() : x.array()); });
   return record("mn_allgather", {x, dummy()}, std::move(ys), [comm](const BackwardContext& ctx) mutable {
     // Rank j's gradient of my x arrives as element j; written with differentiable functions.
     std::vector<Variable> gys;
@@ -144,13 +149,14 @@ std::vector<Variable> alltoall(Communicator comm, const std::vector<Variable>& x
   std::vector<Array> ys = named("mn::functions::alltoall", [&] { return comm.alltoall(arrays_of(xs)); });
   std::vector<Variable> inputs = xs;
   inputs.push_back(dummy());
-  return record("mn_alltoall", std::span<const Variable>(inputs), std::move(ys), [comm](const BackwardContext& ctx) mutable {
-    std::vector<Variable> gys;
-    for (std::size_t i = 0; i < ctx.num_outputs(); ++i) gys.push_back(ctx.grad_output(i));
-    std::vector<Variable> gxs = alltoall(comm, gys);
-    gxs.emplace_back();
-    return gxs;
-  });
+  return record("mn_alltoall", std::span<const Variable>(inputs), std::move(ys),
+                [comm](const BackwardContext& ctx) mutable {
+                  std::vector<Variable> gys;
+                  for (std::size_t i = 0; i < ctx.num_outputs(); ++i) gys.push_back(ctx.grad_output(i));
+                  std::vector<Variable> gxs = alltoall(comm, gys);
+                  gxs.emplace_back();
+                  return gxs;
+                });
 }
 
 }  // namespace rensa::mn::functions

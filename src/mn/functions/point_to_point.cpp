@@ -49,10 +49,11 @@ std::vector<Array> recv_message(const Peer& p, int64_t kind, const std::string& 
   const Array head = impl.recv(p.rank, p.tag, context);
   const bool manifest = head.dtype() == Dtype::int64 && head.shape() == Shape{2};
   const std::vector<int64_t> h = manifest ? head.to_vector<int64_t>() : std::vector<int64_t>{0, 0};
-  const char* expected = kind == kData ? "data from mn::functions::send" : "a gradient from mn::functions::recv's backward";
-  RENSA_CHECK(manifest && (h[0] == kData || h[0] == kGradient), CommunicationError, context, "rank ",
-              p.comm.rank(), " expected ", expected, " from rank ", p.rank, " with tag ", p.tag, " but got a ",
-              describe(head), " array that mn::functions did not send (a plain Communicator::send?)");
+  const char* expected =
+      kind == kData ? "data from mn::functions::send" : "a gradient from mn::functions::recv's backward";
+  RENSA_CHECK(manifest && (h[0] == kData || h[0] == kGradient), CommunicationError, context, "rank ", p.comm.rank(),
+              " expected ", expected, " from rank ", p.rank, " with tag ", p.tag, " but got a ", describe(head),
+              " array that mn::functions did not send (a plain Communicator::send?)");
   RENSA_CHECK(h[0] == kind, CommunicationError, context, "rank ", p.comm.rank(), " expected ", expected, " from rank ",
               p.rank, " with tag ", p.tag, " but got ", h[0] == kData ? "data from a send" : "a gradient",
               ": the ranks' forward or backward communications are out of order");
@@ -70,7 +71,9 @@ void check_first_order(const char* op) {
 }
 
 // Recording even when no input requires grad keeps every rank's backward communications in step.
-Variable dummy() { return Variable(Array::zeros({}, Dtype::float32), true); }
+Variable dummy() {
+  return Variable(Array::zeros({}, Dtype::float32), true);
+}
 
 }  // namespace
 
@@ -95,15 +98,15 @@ Variable send(const std::vector<Variable>& xs, Communicator communicator, int ra
     check_first_order("mn::functions::send");
     std::vector<Array> gs = recv_message(peer, kGradient, "mn::functions::send (backward): ");
     const int me = peer.comm.rank();
-    RENSA_CHECK(gs.size() == shapes.size(), CommunicationError, "mn::functions::send (backward): rank ", me,
-                " sent ", shapes.size(), " variables to rank ", peer.rank, " with tag ", peer.tag, " but got ",
-                gs.size(), " gradients back");
+    RENSA_CHECK(gs.size() == shapes.size(), CommunicationError, "mn::functions::send (backward): rank ", me, " sent ",
+                shapes.size(), " variables to rank ", peer.rank, " with tag ", peer.tag, " but got ", gs.size(),
+                " gradients back");
     std::vector<Variable> gxs;
     for (std::size_t i = 0; i < gs.size(); ++i) {
       RENSA_CHECK(gs[i].shape() == shapes[i] && gs[i].dtype() == dtypes[i], CommunicationError,
-                  "mn::functions::send (backward): rank ", me, " sent variable ", i, " as ", dtypes[i], " ",
-                  shapes[i], " to rank ", peer.rank, " with tag ", peer.tag, " but rank ", peer.rank,
-                  " returned a gradient of ", describe(gs[i]));
+                  "mn::functions::send (backward): rank ", me, " sent variable ", i, " as ", dtypes[i], " ", shapes[i],
+                  " to rank ", peer.rank, " with tag ", peer.tag, " but rank ", peer.rank, " returned a gradient of ",
+                  describe(gs[i]));
       gxs.emplace_back(std::move(gs[i]));
     }
     gxs.emplace_back();  // the dummy
@@ -117,8 +120,7 @@ Variable send(const Variable& x, Communicator communicator, int rank, int tag) {
   return send(std::vector<Variable>{x}, communicator, rank, tag);
 }
 
-std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Variable& delegate_variable,
-                                 int tag) {
+std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Variable& delegate_variable, int tag) {
   check_peer("mn::functions::recv", communicator, rank, tag);
   Peer peer{communicator, rank, tag};
   std::vector<Array> ys = recv_message(peer, kData, "mn::functions::recv: ");
@@ -144,9 +146,8 @@ std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Vari
 
 Variable recv(Communicator communicator, int rank, const Variable& delegate_variable, int tag) {
   std::vector<Variable> ys = recv_tuple(communicator, rank, delegate_variable, tag);
-  RENSA_CHECK(ys.size() == 1, CommunicationError, "mn::functions::recv: rank ", communicator.rank(),
-              " received ", ys.size(), " variables from rank ", rank, " with tag ", tag,
-              " where it expected one (use recv_tuple)");
+  RENSA_CHECK(ys.size() == 1, CommunicationError, "mn::functions::recv: rank ", communicator.rank(), " received ",
+              ys.size(), " variables from rank ", rank, " with tag ", tag, " where it expected one (use recv_tuple)");
   return ys[0];
 }
 
