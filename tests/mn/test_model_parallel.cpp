@@ -268,6 +268,54 @@ TEST(ModelParallel, DualParallelTrainsAsOneProcess) {
   }
 }
 
+// ---- an output in the middle: rank 0's first component gives the model's output, its second sends on ----
+
+TEST(ModelParallel, IntermediateOutputIsJoinedToTheLaterSend) {
+  // Even rank: y = A(x) is its output, and B(x) goes to the odd rank, whose C gives that rank's
+  // output. The even rank's forward returns pseudo_connect(send's delegate, y), so one backward from
+  // its loss also runs the send's backward. One process: L = L0(A(x)) + L1(C(B(x))).
+  Communicator& comm = world();
+  const int me = comm.rank(), peer = me ^ 1;
+  MultiNodeChainList model(comm);
+  auto a = std::make_shared<Dense>(4, 2, 1, false), b = std::make_shared<Dense>(4, 6, 2, true);
+  auto c = std::make_shared<Dense>(6, 2, 3, false);
+  if (me % 2 == 0) {
+    model.add_link(a, std::nullopt, std::nullopt);
+    model.add_link(b, std::nullopt, peer);
+  } else {
+    model.add_link(c, peer, std::nullopt);
+  }
+  optimizers::SGD opt(kLr);
+  opt.setup(model);
+  for (int step = 0; step < kSteps; ++step) {
+    sgd_step(model, opt, [&] {
+      if (me % 2 == 0) return F::mean_squared_error(model(Variable(batch_x(step))), Variable(batch_t(step)));
+      return F::mean_squared_error(model.forward(std::vector<Variable>{}), Variable(batch_t(step + 50)));
+    });
+  }
+  Dense ra(4, 2, 1, false), rb(4, 6, 2, true), rc(6, 2, 3, false);
+  ChainList ref;
+  ref.append(ra);
+  ref.append(rb);
+  ref.append(rc);
+  optimizers::SGD ref_opt(kLr);
+  ref_opt.setup(ref);
+  for (int step = 0; step < kSteps; ++step) {
+    sgd_step(ref, ref_opt, [&] {
+      const Variable x(batch_x(step));
+      return F::add(F::mean_squared_error(ra(x), Variable(batch_t(step))),
+                    F::mean_squared_error(rc(rb(x)), Variable(batch_t(step + 50))));
+    });
+  }
+  if (me % 2 == 0) {
+    expect_same_params(*a, ra, "a");
+    expect_same_params(*b, rb, "b");
+    expect_trained(*b, 2);
+  } else {
+    expect_same_params(*c, rc, "c");
+  }
+}
+
 // ---- MultiNodeChainList errors ---------------------------------------------------------------------------
 
 TEST(ModelParallel, ChainListErrors) {
