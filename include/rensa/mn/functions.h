@@ -16,7 +16,6 @@
 /// - Each function records its backward whenever backprop is enabled, even when no input requires a
 ///   gradient (through an internal dummy input, as ChainerMN does), so that every rank takes part
 ///   in the dual communication. Under no_backprop_mode() nothing is recorded, on every rank alike.
-///
 /// - Gradients of send/recv, bcast, gather and scatter cross ranks as data: first order only
 ///   (NotImplementedError when double backprop reaches them). allgather, alltoall and allreduce have
 ///   backward passes written with themselves, so higher-order gradients work.
@@ -39,9 +38,9 @@ namespace rensa::mn::functions {
 /// the delegate variable: a float32 scalar zero (ChainerMN's is an empty array; a scalar lets
 /// `delegate.backward()` seed itself) that carries the graph. x may live on any device; it travels
 /// through host memory. Blocks until the message is handed to MPI (for large messages, until the
-/// peer receives it). Backward through it receives x's
-/// gradient from `rank` (sent by recv's backward) and passes it on to x; the gradient must have x's
-/// shape and dtype (CommunicationError naming both ranks and the tag otherwise). Connect the
+/// peer receives it). Backward through it receives x's gradient from `rank` (sent by recv's
+/// backward) and passes it on to x; the gradient must have x's shape and dtype (CommunicationError
+/// naming both ranks and the tag otherwise). Connect the
 /// delegate to the rest of this rank's graph (recv's delegate_variable, pseudo_connect) or call
 /// backward() on it. ValueError for a null x or communicator, `rank` equal to this rank or outside
 /// the communicator, or a negative tag.
