@@ -414,6 +414,14 @@ TEST(ModelParallelData, MultiNodeIteratorGivesEveryRankTheMastersBatches) {
   EXPECT_EQ(it->epoch(), 1);
 }
 
+TEST(ModelParallelData, MultiNodeIteratorErrorsAreRaisedOnEveryRank) {
+  Communicator& comm = world();
+  expect_error<ValueError>([&] { create_multi_node_iterator(nullptr, comm, 0); },
+                           {"create_multi_node_iterator", "rank 0", "null actual_iterator"});
+  expect_error<ValueError>([&] { create_multi_node_iterator(nullptr, comm, comm.size()); },
+                           {"create_multi_node_iterator", "rank_master " + std::to_string(comm.size())});
+}
+
 TEST(ModelParallelData, SynchronizedIteratorsShuffleAlike) {
   Communicator& comm = world();
   auto it = create_synchronized_iterator(numbers(12, 100.0 * comm.rank()), 5, comm);
