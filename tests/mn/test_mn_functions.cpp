@@ -276,11 +276,9 @@ TEST(MnFunctionsErrors, DataWhereAGradientIsDueNamesBothRanksAndTag) {
   const int me = comm.rank(), peer = me ^ 1;
   if (me % 2 == 0) {
     Variable phi = MF::send(Variable(Array::zeros({2}), true), comm, peer, 6);
-    expect_error<CommunicationError>([&] { phi.backward(); },
-                                     {"mn::functions::send (backward)", "rank " + std::to_string(me),
-                                      "expected a gradient", "from rank " + std::to_string(peer), "tag 6",
-                                      "out of order"});
-    comm.recv(peer, 6);  // the array after the manifest, which the failed backward left unread
+    expect_error<CommunicationError>(
+        [&] { phi.backward(); }, {"mn::functions::send (backward)", "rank " + std::to_string(me), "expected a gradient",
+                                  "from rank " + std::to_string(peer), "tag 6", "out of order"});
   } else {
     Variable y = MF::recv(comm, peer, {}, 6);
     MF::send(y, comm, peer, 6);

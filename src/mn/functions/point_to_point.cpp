@@ -54,13 +54,14 @@ std::vector<Array> recv_message(const Peer& p, int64_t kind, const std::string& 
   RENSA_CHECK(manifest && (h[0] == kData || h[0] == kGradient), CommunicationError, context, "rank ", p.comm.rank(),
               " expected ", expected, " from rank ", p.rank, " with tag ", p.tag, " but got a ", describe(head),
               " array that mn::functions did not send (a plain Communicator::send?)");
-  RENSA_CHECK(h[0] == kind, CommunicationError, context, "rank ", p.comm.rank(), " expected ", expected, " from rank ",
-              p.rank, " with tag ", p.tag, " but got ", h[0] == kData ? "data from a send" : "a gradient",
-              ": the ranks' forward or backward communications are out of order");
   RENSA_CHECK(h[1] >= 0, CommunicationError, context, "malformed manifest from rank ", p.rank);
   std::vector<Array> out;
   out.reserve(static_cast<std::size_t>(h[1]));
   for (int64_t i = 0; i < h[1]; ++i) out.push_back(impl.recv(p.rank, p.tag, context));
+  // Read whole before the check, so that a caught error leaves no message behind.
+  RENSA_CHECK(h[0] == kind, CommunicationError, context, "rank ", p.comm.rank(), " expected ", expected, " from rank ",
+              p.rank, " with tag ", p.tag, " but got ", h[0] == kData ? "data from a send" : "a gradient",
+              ": the ranks' forward or backward communications are out of order");
   return out;
 }
 
