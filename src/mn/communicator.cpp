@@ -30,10 +30,35 @@ struct Registry {
   std::mutex mutex;
   std::vector<CommunicatorImpl*> impls;
   std::atomic<int64_t> finalize_timeout_ns{0};
+  // When rensa initialized MPI: a communicator for the barrier at exit only (so it meets no other
+  // operation), and the point-to-point communicators of destroyed communicators, still probed at exit.
+  MPI_Comm exit_world = MPI_COMM_NULL;
+  struct Retired {
+    MPI_Comm world;
+    int rank;
+    std::string name;
+  };
+  std::vector<Retired> retired;
 };
 Registry& registry() {
   static auto* r = new Registry();  // leaked: used at exit
   return *r;
+}
+
+// Messages sent before a peer's exit barrier arrive before its barrier message (one path per peer),
+// so after the barrier a pending message is one that no recv will ever take.
+std::string unreceived_message(MPI_Comm world, int rank, const std::string& name) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int found = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world, &found, &status) != MPI_SUCCESS) return "";
+    if (found) {
+      return rensa::detail::concat("rank ", status.MPI_SOURCE, " sent rank ", rank, " a message with tag ",
+                                   status.MPI_TAG, " (", name, ") that rank ", rank,
+                                   " never received: a send without its recv");
+    }
+  }
+  return "";
 }
 
 void finalize_at_exit() {
@@ -48,6 +73,18 @@ void finalize_at_exit() {
   static WaitSlot* slot = new WaitSlot();
   watch(slot);
   slot_begin(*slot, "MPI_Finalize at exit", registry().finalize_timeout_ns.load());
+  if (registry().exit_world != MPI_COMM_NULL && MPI_Barrier(registry().exit_world) == MPI_SUCCESS) {
+    // A send whose recv never came would otherwise vanish without a word.
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    std::string lost;
+    for (CommunicatorImpl* impl : registry().impls) {
+      if (lost.empty()) lost = impl->unreceived_at_exit();
+    }
+    for (const auto& r : registry().retired) {
+      if (lost.empty()) lost = unreceived_message(r.world, r.rank, r.name);
+    }
+    if (!lost.empty()) abort_job(process_prefix() + "at exit: " + lost + "; aborting the job");
+  }
   MPI_Finalize();
   slot_end(*slot);
 }
@@ -376,6 +413,12 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
 
 CommunicatorImpl::~CommunicatorImpl() {
   shutdown();
+  int finalized = 1;
+  MPI_Finalized(&finalized);
+  if (!finalized && registry().exit_world != MPI_COMM_NULL) {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    registry().retired.push_back({fg_.world.release(), rank_, name_});
+  }
   unwatch(&fg_.slot);
   unwatch(&bg_.slot);
   std::lock_guard<std::mutex> lock(registry().mutex);
@@ -824,7 +867,7 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
   });
 }
 
-void CommunicatorImpl::send(const Array& x, int dest, int tag) {
+void CommunicatorImpl::send(const Array& x, int dest, int tag, const std::string& context) {
   check_not_null("send", x);
   RENSA_CHECK(dest >= 0 && dest < size_ && dest != rank_, ValueError, "send: destination ", dest,
               " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
@@ -834,7 +877,7 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag) {
   const int max_tag = flag && tag_ub ? *tag_ub : 32767;
   RENSA_CHECK(tag >= 0 && tag <= max_tag, ValueError, "send: tag ", tag, " is outside 0..", max_tag);
   RENSA_CHECK(x.ndim() <= kMaxDims, ValueError, "send: arrays of more than ", kMaxDims, " dimensions cannot be sent");
-  const std::string what = "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
+  const std::string what = context + "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
                            ", tag " + std::to_string(tag) + ", " + format_bytes(x.nbytes()) + ")";
   run_p2p(what, dest, [&] {
     int64_t h[kHeader];
@@ -850,11 +893,11 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag) {
   });
 }
 
-Array CommunicatorImpl::recv(int source, int tag) {
+Array CommunicatorImpl::recv(int source, int tag, const std::string& context) {
   RENSA_CHECK(source >= 0 && source < size_ && source != rank_, ValueError, "recv: source ", source,
               " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
   RENSA_CHECK(tag >= 0, ValueError, "recv: tag ", tag, " is negative");
-  const std::string what = "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
+  const std::string what = context + "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
                            name_ + ", tag " + std::to_string(tag) + ")";
   return run_p2p(what, source, [&] {
     int64_t h[kHeader];
@@ -875,6 +918,10 @@ Array CommunicatorImpl::recv(int source, int tag) {
 void CommunicatorImpl::barrier() {
   const Fingerprint fp{static_cast<int64_t>(OpCode::barrier), -1, -1, -1, -1};
   run_op(fg_, OpCode::barrier, 0, fp, checking_, [&] { RENSA_MPI_CHECK(MPI_Barrier(fg_.world.get())); });
+}
+
+std::string CommunicatorImpl::unreceived_at_exit() const {
+  return unreceived_message(fg_.world.get(), rank_, name_);
 }
 
 // ---- collectives on bytes ----------------------------------------------------------------------------
@@ -1316,6 +1363,7 @@ void ensure_mpi(int* argc, char*** argv) {
   if (initialized) return;
   int provided = MPI_THREAD_SINGLE;
   RENSA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  RENSA_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &detail::registry().exit_world));
   std::atexit(detail::finalize_at_exit);
 }
 }  // namespace

@@ -41,6 +41,12 @@ class MpiComm {
   }
   MPI_Comm get() const { return comm_; }
   void reset();
+  /// Gives up ownership: the communicator is left to MPI_Finalize.
+  MPI_Comm release() {
+    MPI_Comm c = comm_;
+    comm_ = MPI_COMM_NULL;
+    return c;
+  }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -125,9 +131,13 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::vector<Array> allgather(const Array& x);
   Array scatter(const std::vector<Array>& xs, int root);
   std::vector<Array> alltoall(const std::vector<Array>& xs);
-  void send(const Array& x, int dest, int tag);
-  Array recv(int source, int tag);
+  /// `context` (e.g. "mn::functions::send: ") prefixes the operation in errors and watchdog lines.
+  void send(const Array& x, int dest, int tag, const std::string& context = {});
+  Array recv(int source, int tag, const std::string& context = {});
   void barrier();
+  /// At exit, once every rank has arrived: the first point-to-point message sent to this rank that
+  /// no recv took ("" when none), naming both ranks and the tag.
+  std::string unreceived_at_exit() const;
   std::string bcast_bytes(const std::string& bytes, int root);
   std::vector<std::string> gather_bytes(const std::string& bytes, int root);
   std::vector<std::string> allgather_bytes(const std::string& bytes);

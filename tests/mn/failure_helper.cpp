@@ -4,8 +4,11 @@
 // forever without rensa's failure handling. Scenarios: ok, throw, mismatch, sigkill, sigstop, segv,
 // exit (the last rank leaves main with an error code while the others wait in a collective),
 // background (the last rank stops while the others wait in a start_mean_grad request), recv (rank 0
-// waits for a message from the last rank, which stops). Without timeout_ms, the communicator's
-// default (RENSA_MN_TIMEOUT) holds.
+// waits for a message from the last rank, which stops), unreceived (rank 0 sends the last rank a
+// message it never receives; every rank then exits normally), mn_send (rank 0 backpropagates through
+// mn::functions::send, whose receiver never runs backward), mn_shape (the gradient returned to rank 0's
+// mn::functions::send has the wrong shape). Without timeout_ms, the communicator's default
+// (RENSA_MN_TIMEOUT) holds.
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,6 +21,7 @@
 #include <thread>
 
 #include "rensa/mn/communicator.h"
+#include "rensa/mn/functions.h"
 
 namespace mn = rensa::mn;
 
@@ -40,6 +44,26 @@ int main(int argc, char** argv) {
   comm.barrier();
 
   if (scenario == "ok") return 0;
+  const int last = comm.size() - 1;
+  if (scenario == "unreceived") {
+    if (comm.rank() == 0) comm.send(rensa::Array::ones({3}), last, 7);
+    return 0;
+  }
+  if (scenario == "mn_send" || scenario == "mn_shape") {
+    if (comm.rank() == 0) {
+      rensa::Variable x(rensa::Array::ones({2, 3}), true);
+      mn::functions::send(x, comm, last, 4).backward();
+    } else if (comm.rank() == last && scenario == "mn_shape") {
+      rensa::Array manifest = comm.recv(0, 4).copy();
+      comm.recv(0, 4);
+      manifest.data<int64_t>()[0] += 1;  // mn::functions' gradient kind
+      comm.send(manifest, 0, 4);
+      comm.send(rensa::Array::ones({3}), 0, 4);
+    } else {
+      if (comm.rank() == last) mn::functions::recv(comm, 0, {}, 4);  // and no backward through it
+      std::this_thread::sleep_for(std::chrono::seconds(20));  // rank 0's watchdog ends the job first
+    }
+  }
   if (culprit) {
     if (scenario == "throw") throw std::runtime_error("boom on purpose");
     if (scenario == "mismatch") {

@@ -208,6 +208,39 @@ TEST(Failure, StoppedPeerOfARecvIsNamed) {
   }
 }
 
+TEST(Failure, SendWithoutItsRecvEndsTheJobAtExit) {
+  const JobResult r = run_job({"unreceived", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, culprit());
+  EXPECT_OUTPUT(r, "at exit: rank 0 sent rank " + std::to_string(job_size() - 1) +
+                       " a message with tag 7 (flat) that rank " + std::to_string(job_size() - 1) +
+                       " never received: a send without its recv");
+}
+
+TEST(Failure, DifferentiableSendWhoseGradientNeverComesNamesBothRanksAndTag) {
+  const JobResult r = run_job({"mn_send", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  EXPECT_OUTPUT(r, "rank 0 on host ");
+  EXPECT_OUTPUT(r, ": mn::functions::send (backward): recv #3 from rank " + std::to_string(job_size() - 1) +
+                       " (flat, tag 4): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+}
+
+TEST(Failure, GradientOfTheWrongShapeNamesBothRanksTagAndShapes) {
+  const JobResult r = run_job({"mn_shape", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, "rank 0 on host ");
+  EXPECT_OUTPUT(r, "mn::functions::send (backward): rank 0 sent variable 0 as float32 (2, 3) to rank " +
+                       std::to_string(job_size() - 1) + " with tag 4 but rank " + std::to_string(job_size() - 1) +
+                       " returned a gradient of float32 (3,)");
+}
+
 TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
   const JobResult r = run_job({"background", "2000"});
   EXPECT_FALSE(r.timed_out);
