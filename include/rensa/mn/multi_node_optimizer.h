@@ -102,8 +102,9 @@ class MultiNodeStage final : public optimizers::OptimizerStage {
 };
 
 /// Installs a MultiNodeStage on `optimizer` and returns it: the optimizer is then data-parallel over
-/// `comm`. If it is set up already, rank 0's parameters are broadcast now; otherwise at its setup(). ValueError when `optimizer` has a stage
-/// already ("already a multi-node optimizer" for a MultiNodeStage) and for the constructor's errors.
+/// `comm`. If it is set up already, rank 0's parameters are broadcast now; otherwise at its
+/// setup(). ValueError when `optimizer` has a stage already ("already a multi-node optimizer" for a
+/// MultiNodeStage) and for the constructor's errors.
 MultiNodeStage& add_multi_node_stage(optimizers::Optimizer& optimizer, Communicator comm,
                                      MultiNodeOptimizerOptions options = {});
 

@@ -133,7 +133,7 @@ TEST(Autograd, GradFinalHooks) {
 
 TEST(Autograd, VariableIdIsTheIdentity) {
   Variable a(Array::ones({2}), true);
-  const Variable alias = a;          // another handle of the same variable
+  const Variable alias = a;           // another handle of the same variable
   const Variable b(a.array(), true);  // another variable over the same data
   EXPECT_EQ(a.id(), alias.id());
   EXPECT_NE(a.id(), b.id());
