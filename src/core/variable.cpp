@@ -147,6 +147,11 @@ void Variable::remove_grad_hook(const GradHook* hook) const {
   std::erase_if(impl_->hooks, [&](const auto& h) { return h.get() == hook; });
 }
 
+const std::vector<std::shared_ptr<GradHook>>& Variable::grad_hooks() const {
+  require_impl("Variable::grad_hooks");
+  return impl_->hooks;
+}
+
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   if (v.is_null()) return os << "variable(null)";
   std::string s = v.array().to_string();

@@ -41,12 +41,10 @@ void HyperparameterShift::set_value(optimizers::Optimizer& optimizer, double val
 
 void HyperparameterShift::initialize(training::Trainer& trainer) {
   optimizers::Optimizer& opt = resolve(trainer);
-  // A wrapper (the multi-node optimizer) forwards hyperparams() to the optimizer it wraps: the
-  // address of that map identifies the hyperparameters, whichever of the two a shift was given.
   for (const std::string& other_name : trainer.extension_names()) {
     auto* other = dynamic_cast<HyperparameterShift*>(&trainer.get_extension(other_name));
     if (other == nullptr || other == this || other->attr_ != attr_) continue;
-    if (&other->resolve(trainer).hyperparams() != &opt.hyperparams()) continue;
+    if (&other->resolve(trainer) != &opt) continue;
     RENSA_THROW(ValueError, default_name(), " '", name(), "': hyperparameter '", attr_,
                 "' of the same optimizer is also driven by ", other->default_name(), " '", other_name,
                 "'; two shifts on one hyperparameter overwrite each other: run them one after another "

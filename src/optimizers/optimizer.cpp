@@ -27,16 +27,18 @@ void Optimizer::setup(Link& link) {
   target_ = &link;
   rules_.clear();
   for_each_param([](const std::string&, const Variable&, UpdateRule&) {});
+  if (stage_) stage_->on_setup(*this);
 }
 
 void Optimizer::update() {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
+  if (stage_ && !stage_->after_backward(*this)) return;
   for (const auto& hook : hooks_) (*hook)(*this);
   ++t_;
   // params() avoids building the path strings namedparams() would: update runs every iteration.
   for (const Variable& param : target_->params(false)) {
     if (param.array().is_null() || param.grad().is_null()) continue;
-    auto& slot = rules_[param.impl().get()];
+    auto& slot = rules_[param.id()];
     if (!slot) slot = create_update_rule();
     slot->update(param);
   }
@@ -44,10 +46,22 @@ void Optimizer::update() {
 
 void Optimizer::update(const std::function<Variable()>& loss_fn) {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
-  Variable loss = loss_fn();
-  RENSA_CHECK(!loss.is_null(), ValueError, optimizer_name_, "::update: the loss function returned a null variable");
+  const auto forward = [&] {
+    Variable loss = loss_fn();
+    RENSA_CHECK(!loss.is_null(), ValueError, optimizer_name_, "::update: the loss function returned a null variable");
+    return loss;
+  };
+  Variable loss = forward();
+  if (stage_ && stage_->after_forward(*this)) {
+    loss = Variable();  // free the first graph before building the second
+    loss = forward();
+  }
   target_->cleargrads();
-  loss.backward();
+  if (stage_) {
+    stage_->around_backward(*this, [&] { loss.backward(); });
+  } else {
+    loss.backward();
+  }
   loss = Variable();
   update();
 }
@@ -101,11 +115,11 @@ double Optimizer::lr() const {
 
 UpdateRule* Optimizer::rule(const Variable& param) {
   if (target_ == nullptr || param.is_null()) return nullptr;
-  const auto it = rules_.find(param.impl().get());
+  const auto it = rules_.find(param.id());
   if (it != rules_.end()) return it->second.get();
   for (const Variable& p : target_->params()) {
     if (p.is(param)) {
-      auto& slot = rules_[param.impl().get()];
+      auto& slot = rules_[param.id()];
       slot = create_update_rule();
       return slot.get();
     }
@@ -122,7 +136,11 @@ void Optimizer::serialize(serializers::Serializer& s) {
     if (s.is_loading() && !hs.contains(name)) continue;
     hs.scalar(name, value);
   }
-  if (target_ == nullptr) return;
+  if (target_ != nullptr) serialize_rules(s);
+  if (stage_) stage_->serialize(*this, s);
+}
+
+void Optimizer::serialize_rules(serializers::Serializer& s) {
   for_each_param([&](const std::string& path, const Variable&, UpdateRule& rule) {
     // "/l1/W" is stored under child "l1", child "W", as Chainer's serializer["/l1/W"] does.
     serializers::Serializer* node = &s;
@@ -137,6 +155,17 @@ void Optimizer::serialize(serializers::Serializer& s) {
   });
 }
 
+void Optimizer::set_stage(std::unique_ptr<OptimizerStage> stage) {
+  if (stage == nullptr) {
+    stage_.reset();
+    return;
+  }
+  RENSA_CHECK(stage_ == nullptr, ValueError, optimizer_name_, "::set_stage: a stage (", stage_->name(),
+              ") is installed already; cannot add ", stage->name());
+  stage_ = std::move(stage);
+  if (target_ != nullptr) stage_->on_setup(*this);
+}
+
 const double* Optimizer::declare_hyperparam(const std::string& name, double value) {
   // std::map nodes never move, so the returned slot stays valid.
   auto [it, inserted] = hyperparams_.insert_or_assign(name, value);
@@ -147,7 +176,7 @@ const double* Optimizer::declare_hyperparam(const std::string& name, double valu
 void Optimizer::for_each_param(const std::function<void(const std::string&, const Variable&, UpdateRule&)>& fn) {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, ": no target; call setup(link) first");
   for (const auto& [path, param] : target_->namedparams()) {
-    auto& slot = rules_[param.impl().get()];
+    auto& slot = rules_[param.id()];
     if (!slot) slot = create_update_rule();
     fn(path, param, *slot);
   }

@@ -256,12 +256,10 @@ std::vector<std::vector<double>> train(const std::string& name, const std::vecto
   const Rows r = multi ? all : Rows{0, all.global, all.global};
   BnNet net(kIn, kHidden, kOut, 9);
   std::unique_ptr<O::Optimizer> opt = std::make_unique<O::MomentumSGD>(0.1, 0.9);
-  MultiNodeOptimizer* mopt = nullptr;
+  MultiNodeStage* stage = nullptr;
   if (multi) {
     EXPECT_EQ(convert_batch_normalization(net, comm(name)), 2);
-    auto m = create_multi_node_optimizer(std::move(opt), comm(name), {.bucket_cap = 64, .overlap = overlap});
-    mopt = m.get();
-    opt = std::move(m);
+    stage = &add_multi_node_stage(*opt, comm(name), {.bucket_cap = 64, .overlap = overlap});
   }
   opt->setup(net);
   const double scale =
@@ -269,8 +267,8 @@ std::vector<std::vector<double>> train(const std::string& name, const std::vecto
   for (int step = 0; step < 4; ++step) {
     auto [x, t] = batch_rows(step, all.global, kIn, kOut, r.lo, r.hi);
     opt->update([&] { return F::mul(F::mean_squared_error(net(Variable(x)), Variable(t)), scale); });
-    if (mopt != nullptr && launched_during_backward != nullptr) {
-      *launched_during_backward = std::max(*launched_during_backward, mopt->buckets_launched_during_backward());
+    if (stage != nullptr && launched_during_backward != nullptr) {
+      *launched_during_backward = std::max(*launched_during_backward, stage->buckets_launched_during_backward());
     }
   }
   auto values = param_values(net);

@@ -1,14 +1,16 @@
 // The multi-node optimizer: N ranks on their shares of a global batch reach the parameters one process
 // reaches on the whole batch, for every communicator, with and without overlap, after a broadcast of
-// rank 0's parameters (also lazily initialized ones); hooks and hyperparameters reach the actual
-// optimizer; zero-filled gradients; double buffering (exact one-step staleness, and convergence);
+// rank 0's parameters (also lazily initialized ones); the optimizer stays the user's object, its
+// hooks run on averaged gradients; zero-filled gradients; double buffering (exact one-step staleness, and convergence);
 // half-precision wire dtypes converge; argument errors.
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/serializers/npz.h"
 #include "tests/mn/train_test_util.h"
 #include "tests/unit/test_util.h"
 
@@ -18,6 +20,8 @@ namespace {
 namespace O = ::rensa::optimizers;
 using Values = std::vector<std::vector<double>>;
 using OptFactory = std::function<std::unique_ptr<O::Optimizer>()>;
+
+MultiNodeStage& stage_of(const O::Optimizer& opt) { return dynamic_cast<MultiNodeStage&>(*opt.stage()); }
 
 constexpr int64_t kIn = 6, kHidden = 10, kOut = 3, kLocal = 3;
 
@@ -156,8 +160,8 @@ TEST(MultiNodeOptimizer, OverlapLaunchesBucketsDuringBackward) {
   opt->update([&] { return loss_of(net, x, y); });
   // Six parameters of 12 to 400 bytes: one bucket each, every one launched from the gradient hooks
   // (in bucket order) before backward returned.
-  EXPECT_EQ(opt->num_buckets(), 6u);
-  EXPECT_EQ(opt->buckets_launched_during_backward(), 6u);
+  EXPECT_EQ(stage_of(*opt).num_buckets(), 6u);
+  EXPECT_EQ(stage_of(*opt).buckets_launched_during_backward(), 6u);
   EXPECT_EQ(opt->t(), 1);
 }
 
@@ -179,29 +183,35 @@ TEST(MultiNodeOptimizer, HooksRunOnAveragedGradients) {
   expect_matches_single(run, momentum());
 }
 
-TEST(MultiNodeOptimizer, ForwardsHyperparametersHooksAndRules) {
+// The optimizer is the user's own object with a stage installed: nothing is forwarded, so whatever
+// the user reaches through it or through the pointer kept from before is the same state.
+TEST(MultiNodeOptimizer, IsTheUsersOptimizer) {
   Communicator c = comm();
   Net net(kIn, kHidden, kOut, 7);
-  auto opt = create_multi_node_optimizer(std::make_unique<O::MomentumSGD>(0.1, 0.9), c);
+  auto sgd = std::make_unique<O::MomentumSGD>(0.1, 0.9);
+  O::MomentumSGD* mine = sgd.get();
+  std::unique_ptr<O::MomentumSGD> opt = create_multi_node_optimizer(std::move(sgd), c, {.bucket_cap = 64});
+  ASSERT_EQ(opt.get(), mine);
+  EXPECT_EQ(stage_of(*opt).options().bucket_cap, 64);
   opt->setup(net);
   EXPECT_EQ(opt->target(), &net);
   EXPECT_DOUBLE_EQ(opt->hyperparam("lr"), 0.1);
   opt->set_hyperparam("lr", 0.02);
-  EXPECT_DOUBLE_EQ(opt->actual().hyperparam("lr"), 0.02);
   EXPECT_DOUBLE_EQ(opt->lr(), 0.02);
   EXPECT_TRUE(opt->has_hyperparam("momentum"));
   EXPECT_EQ(opt->hyperparams().size(), 2u);
   rensa::test::expect_error<ValueError>([&] { opt->set_hyperparam("alpha", 1.0); }, {"alpha", "lr", "momentum"});
   opt->add_hook(std::make_shared<O::WeightDecay>(1e-4));
-  ASSERT_EQ(opt->actual().hooks().size(), 1u);
   EXPECT_EQ(opt->hooks().size(), 1u);
   opt->remove_hook("WeightDecay");
-  EXPECT_TRUE(opt->actual().hooks().empty());
-  EXPECT_EQ(opt->rule(net.l1->W()), opt->actual().rule(net.l1->W()));
+  EXPECT_TRUE(opt->hooks().empty());
   EXPECT_NE(opt->rule(net.l1->W()), nullptr);
+  auto [x, y] = batch_rows(0, kLocal * c.size(), kIn, kOut, kLocal * c.rank(), kLocal * (c.rank() + 1));
+  opt->update([&] { return loss_of(net, x, y); });
+  EXPECT_EQ(opt->t(), 1);
+  EXPECT_EQ(opt->rule(net.l1->W())->t, 1);
   opt->new_epoch();
   EXPECT_EQ(opt->epoch(), 1);
-  EXPECT_EQ(opt->actual().epoch(), 1);
 }
 
 TEST(MultiNodeOptimizer, ZeroFillsMissingGradients) {
@@ -238,6 +248,29 @@ TEST(MultiNodeOptimizer, DoubleBufferingAppliesPreviousGradients) {
     const Values single = train_single(run, momentum(), /*stale=*/true);
     EXPECT_LT(max_rel_diff(multi, single), 2e-5) << "overlap " << overlap;
   }
+}
+
+// What a snapshot holds (the keys written before the multi-node optimizer became a stage): the
+// optimizer's own state, and with double buffering the averaged gradients not yet applied.
+TEST(MultiNodeOptimizer, SnapshotKeys) {
+  Communicator c = comm();
+  Net net(kIn, kHidden, kOut, 7);
+  auto opt = create_multi_node_optimizer(momentum()(), c, {.double_buffering = true});
+  opt->setup(net);
+  auto [x, y] = batch_rows(0, kLocal * c.size(), kIn, kOut, kLocal * c.rank(), kLocal * (c.rank() + 1));
+  for (int step = 0; step < 2; ++step) opt->update([&] { return loss_of(net, x, y); });
+  serializers::DictionarySerializer s;
+  opt->serialize(s);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : s.target()) keys.insert(key);
+  std::set<std::string> want{"t", "epoch", "hyperparam/lr", "hyperparam/momentum", "_multi_node/n_pending"};
+  for (const auto& [path, p] : net.namedparams()) {
+    const std::string name = path.substr(1);
+    want.insert(std::string(name).append("/t"));
+    want.insert(std::string(name).append("/v"));
+    want.insert(std::string("_multi_node/pending/").append(name));
+  }
+  EXPECT_EQ(keys, want);
 }
 
 TEST(MultiNodeOptimizer, DoubleBufferingConverges) {
@@ -321,7 +354,8 @@ TEST(MultiNodeOptimizer, DummyCommunicatorTrainsLocally) {
 
 TEST(MultiNodeOptimizer, Errors) {
   Communicator c = comm();
-  rensa::test::expect_error<ValueError>([&] { create_multi_node_optimizer(nullptr, c); }, {"null optimizer"});
+  rensa::test::expect_error<ValueError>([&] { create_multi_node_optimizer(std::unique_ptr<O::SGD>(), c); },
+                                        {"null optimizer"});
   rensa::test::expect_error<ValueError>(
       [&] { create_multi_node_optimizer(std::make_unique<O::SGD>(), Communicator()); }, {"null communicator"});
   rensa::test::expect_error<ValueError>(
@@ -333,6 +367,14 @@ TEST(MultiNodeOptimizer, Errors) {
       {"already a multi-node optimizer"});
   auto opt = create_multi_node_optimizer(std::make_unique<O::SGD>(), c);
   rensa::test::expect_error<ValueError>([&] { opt->update(); }, {"setup"});
+  // Another stage is in the way: one stage per optimizer.
+  struct Other : O::OptimizerStage {
+    const char* name() const override { return "Other"; }
+  };
+  auto other = std::make_unique<O::SGD>();
+  other->set_stage(std::make_unique<Other>());
+  rensa::test::expect_error<ValueError>([&] { create_multi_node_optimizer(std::move(other), c); },
+                                        {"Other", "MultiNodeStage", "installed already"});
 }
 
 }  // namespace

@@ -56,6 +56,11 @@ struct VariableImpl {
 };
 }  // namespace detail
 
+/// The identity of a variable (Variable::id): equal for handles of the same variable, distinct for
+/// variables alive at the same time, ordered and hashable (std::hash) so it can key a map. A key
+/// may be reused once its variable is destroyed. The value means nothing else.
+enum class VariableId : std::uintptr_t {};
+
 /// Options of Variable::backward and rensa::backward.
 struct BackwardOptions {
   /// Keep the gradients of every intermediate variable (not only of leaves).
@@ -123,12 +128,19 @@ class Variable {
   /// at the kept state.
   void unchain_backward() const;
 
-  /// Registers an observer called when this leaf's gradient is final (see GradHook).
+  /// Registers an observer called when this leaf's gradient is final (see GradHook). The same hook
+  /// may observe many variables. ValueError for a null hook.
   void add_grad_hook(std::shared_ptr<GradHook> hook) const;
+  /// Unregisters `hook` (every registration of it); nothing happens if it is not registered.
   void remove_grad_hook(const GradHook* hook) const;
+  /// The observers registered on this variable, in the order added. ValueError for a null variable.
+  const std::vector<std::shared_ptr<GradHook>>& grad_hooks() const;
 
   /// True when both handles refer to the same variable.
   bool is(const Variable& other) const { return impl_ == other.impl_; }
+  /// This variable's identity, stable for its lifetime: `a.id() == b.id()` exactly when `a.is(b)`
+  /// (both null included). Keys maps of per-variable state without holding the variable.
+  VariableId id() const noexcept { return VariableId{reinterpret_cast<std::uintptr_t>(impl_.get())}; }
 
   // internal
   explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {}

@@ -1,15 +1,17 @@
 #pragma once
 /// \file
-/// The multi-node optimizer (ChainerMN's create_multi_node_optimizer): wraps an optimizer so that
-/// every rank applies the same update, computed from the gradients averaged over all ranks.
+/// The multi-node optimizer (ChainerMN's create_multi_node_optimizer): a stage of the user's
+/// optimizer so that every rank applies the same update, computed from the gradients averaged over
+/// all ranks.
 
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <string>
-#include <vector>
+#include <utility>
 
+#include "rensa/core/error.h"
 #include "rensa/mn/communicator.h"
 #include "rensa/optimizers/optimizer.h"
 
@@ -37,13 +39,14 @@ struct MultiNodeOptimizerOptions {
 };
 
 namespace detail {
-struct MultiNodeOptimizerState;
+struct MultiNodeStageState;
 }
 
-/// An optimizer that averages gradients over the ranks of a communicator, then lets the wrapped
-/// (actual) optimizer update. Hyperparameters, hooks, rules and serialization are those of the
-/// actual optimizer (setting "lr" on this object sets it there; hooks run on the averaged
-/// gradients, so clipping by the global norm sees the same norm on every rank).
+/// The stage (optimizers::OptimizerStage) that makes an optimizer data-parallel: every rank applies
+/// the same update, computed from the gradients averaged over the ranks of a communicator. The
+/// optimizer stays the user's: hyperparameters, hooks, rules, t, epoch and serialization are its
+/// own, and its hooks run on the averaged gradients (so clipping by the global norm sees the same
+/// norm on every rank).
 ///
 /// Parameters are broadcast from rank 0 at setup() (initialized ones) and again whenever
 /// parameters that were not broadcast yet become initialized (lazy initialization at the first
@@ -51,42 +54,35 @@ struct MultiNodeOptimizerState;
 /// gradients are computed from rank 0's values on every rank; in update() (the caller already ran
 /// backward) that step's gradients are dropped and no update is made (ChainerMN's behaviour).
 /// Every rank must call update() the same number of times, with models of the same structure.
-class MultiNodeOptimizer : public optimizers::Optimizer {
+/// Each of its methods is collective.
+class MultiNodeStage final : public optimizers::OptimizerStage {
  public:
-  /// ValueError for a null optimizer, a null communicator, an optimizer that is already a
-  /// MultiNodeOptimizer, or a bucket_cap that is not positive.
-  MultiNodeOptimizer(std::unique_ptr<optimizers::Optimizer> actual, Communicator comm,
-                     MultiNodeOptimizerOptions options = {});
-  /// Waits for communication still in flight (errors are reported to stderr, not thrown).
-  ~MultiNodeOptimizer() override;
+  /// ValueError for a null communicator or a bucket_cap that is not positive.
+  explicit MultiNodeStage(Communicator comm, MultiNodeOptimizerOptions options = {});
+  /// Waits for communication still in flight (errors are reported to stderr, not thrown) and
+  /// removes its gradient hook from the parameters.
+  ~MultiNodeStage() override;
+  MultiNodeStage(const MultiNodeStage&) = delete;
+  MultiNodeStage& operator=(const MultiNodeStage&) = delete;
 
-  /// Sets up the actual optimizer on `link`, broadcasts its initialized parameters (and persistent
-  /// values) from rank 0, and attaches the gradient hooks used for overlap. Collective.
-  void setup(Link& link) override;
-  /// Averages the current gradients over ranks (zero-filling missing ones when asked), then runs the
-  /// actual optimizer's update (hooks, then rules). With double buffering, applies the previous
-  /// step's averaged gradients instead. Collective.
-  void update() override;
-  /// Computes the loss, clears the gradients, backpropagates (starting bucket allreduces during
-  /// backward with `overlap`), then updates as update(). Collective.
-  void update(const std::function<Variable()>& loss_fn) override;
+  const char* name() const override { return "MultiNodeStage"; }
+  /// Broadcasts the target's initialized parameters (and persistent values) from rank 0; drops
+  /// communication of a previous target.
+  void on_setup(optimizers::Optimizer& optimizer) override;
+  /// Broadcasts parameters that this forward initialized; true (run the forward again) if any.
+  bool after_forward(optimizers::Optimizer& optimizer) override;
+  /// With `overlap`: arms the gradient hook, which launches each bucket's averaging during backward.
+  void around_backward(optimizers::Optimizer& optimizer, const std::function<void()>& backward) override;
+  /// Averages the gradients (finishing the buckets of an overlapped backward; zero-filling missing
+  /// gradients when asked). With double buffering, starts this step's averaging and leaves the
+  /// previous step's averaged gradients for the update (false at the first step: nothing to apply).
+  /// After a backward of the caller's own in which parameters became initialized: broadcasts them,
+  /// clears the gradients and returns false.
+  bool after_backward(optimizers::Optimizer& optimizer) override;
+  /// With double buffering, the averaged gradients not yet applied (child "_multi_node":
+  /// "n_pending" and "pending/<parameter path>"), so a resumed run continues exactly.
+  void serialize(optimizers::Optimizer& optimizer, serializers::Serializer& s) override;
 
-  void add_hook(std::shared_ptr<optimizers::OptimizerHook> hook) override;
-  void remove_hook(const std::string& name) override;
-  const std::vector<std::shared_ptr<optimizers::OptimizerHook>>& hooks() const override;
-  double hyperparam(const std::string& name) const override;
-  void set_hyperparam(const std::string& name, double value) override;
-  bool has_hyperparam(const std::string& name) const override;
-  const std::map<std::string, double>& hyperparams() const override;
-  double lr() const override;
-  optimizers::UpdateRule* rule(const Variable& param) override;
-  void new_epoch() override;
-  /// The actual optimizer's state; with double buffering also the averaged gradients not yet applied
-  /// (child "_multi_node"), so a resumed run continues exactly.
-  void serialize(serializers::Serializer& s) override;
-
-  /// The wrapped optimizer.
-  optimizers::Optimizer& actual() const { return *actual_; }
   const Communicator& communicator() const { return comm_; }
   const MultiNodeOptimizerOptions& options() const { return options_; }
   /// Number of buckets of the current overlap plan (0 before the first overlapped step).
@@ -95,24 +91,33 @@ class MultiNodeOptimizer : public optimizers::Optimizer {
   /// for tests and benchmarks that check overlap happens.
   std::size_t buckets_launched_during_backward() const;
 
- protected:
-  std::unique_ptr<optimizers::UpdateRule> create_update_rule() override;
-
  private:
-  void sync_counters();
-  bool broadcast_new_params();
-  void reduce_and_update(bool overlapped);
+  bool broadcast_new_params(Link& target);
+  void plan_buckets(Link& target);
+  bool average(Link& target, bool overlapped);
 
-  std::unique_ptr<optimizers::Optimizer> actual_;
   Communicator comm_;
   MultiNodeOptimizerOptions options_;
-  std::shared_ptr<detail::MultiNodeOptimizerState> state_;
+  std::unique_ptr<detail::MultiNodeStageState> state_;
 };
 
-/// Wraps `optimizer` for data-parallel training over `comm` (see MultiNodeOptimizer). Call setup()
-/// on the result, not on `optimizer`.
-std::unique_ptr<MultiNodeOptimizer> create_multi_node_optimizer(std::unique_ptr<optimizers::Optimizer> optimizer,
-                                                                Communicator comm,
-                                                                MultiNodeOptimizerOptions options = {});
+/// Installs a MultiNodeStage on `optimizer` and returns it: the optimizer is then data-parallel over
+/// `comm`. If it is set up already, rank 0's parameters are broadcast now; otherwise at its
+/// setup(). ValueError when `optimizer` has a stage already ("already a multi-node optimizer" for a
+/// MultiNodeStage) and for the constructor's errors.
+MultiNodeStage& add_multi_node_stage(optimizers::Optimizer& optimizer, Communicator comm,
+                                     MultiNodeOptimizerOptions options = {});
+
+/// ChainerMN's entry point: makes `optimizer` data-parallel over `comm` (add_multi_node_stage) and
+/// returns it, the same object with the same type (`std::unique_ptr<Adam>` in, the same out), so
+/// every accessor is the optimizer's own. Call setup() on it as usual. ValueError for a null
+/// optimizer and as add_multi_node_stage.
+template <std::derived_from<optimizers::Optimizer> O>
+std::unique_ptr<O> create_multi_node_optimizer(std::unique_ptr<O> optimizer, Communicator comm,
+                                               MultiNodeOptimizerOptions options = {}) {
+  RENSA_CHECK(optimizer != nullptr, ValueError, "create_multi_node_optimizer: null optimizer");
+  add_multi_node_stage(*optimizer, std::move(comm), options);
+  return optimizer;
+}
 
 }  // namespace rensa::mn

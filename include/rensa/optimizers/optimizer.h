@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// Optimizers (Chainer's model): an Optimizer holds named hyperparameters and one UpdateRule per
-/// parameter (with its state), and runs hooks on the gradients before updating.
+/// parameter (with its state), and runs hooks on the gradients before updating. A stage
+/// (optimizer_stage.h) can run between backward and the update.
 
 #include <functional>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "rensa/core/variable.h"
 #include "rensa/links/link.h"
+#include "rensa/optimizers/optimizer_stage.h"
 #include "rensa/serializers/serializer.h"
 
 namespace rensa::optimizers {
@@ -44,8 +46,8 @@ class OptimizerHook {
   virtual void operator()(Optimizer& optimizer) = 0;
 };
 
-/// Base of all optimizers. The accessors of hyperparameters, hooks and rules are virtual so that a
-/// wrapper (the multi-node optimizer) can forward them to the optimizer it wraps.
+/// Base of all optimizers. Subclasses declare hyperparameters and make update rules; other steps
+/// of an update (averaging gradients over ranks, ...) plug in as a stage (set_stage).
 class Optimizer {
  public:
   Optimizer() = default;
@@ -56,50 +58,59 @@ class Optimizer {
 
   /// Attaches the optimizer to `link` (kept by reference: it must outlive the optimizer) and
   /// creates a rule for each of its parameters; rules of a previous target are dropped.
-  virtual void setup(Link& link);
+  /// Then runs the stage's on_setup.
+  void setup(Link& link);
   /// The link being optimized (nullptr before setup).
   Link* target() const { return target_; }
 
-  /// Updates every parameter from its current gradient: hooks first, then t is incremented and
-  /// each initialized parameter with a gradient goes through its rule (parameters without a
-  /// gradient are left alone). ValueError before setup().
-  virtual void update();
-  /// Computes the loss with `loss_fn`, clears gradients, backpropagates, then update().
-  virtual void update(const std::function<Variable()>& loss_fn);
+  /// Updates every parameter from its current gradient: the stage's after_backward (which may skip
+  /// the step), hooks, then t is incremented and each initialized parameter with a gradient goes
+  /// through its rule (parameters without a gradient are left alone). ValueError before setup().
+  void update();
+  /// Computes the loss with `loss_fn`, clears gradients, backpropagates, then update(); a stage
+  /// sees the forward and the backward (OptimizerStage). ValueError for a null loss.
+  void update(const std::function<Variable()>& loss_fn);
 
   /// Adds a hook, run in the order added. ValueError for a null hook or a duplicate name.
-  virtual void add_hook(std::shared_ptr<OptimizerHook> hook);
+  void add_hook(std::shared_ptr<OptimizerHook> hook);
   /// Removes the hook `name`; ValueError naming the registered hooks if there is none.
-  virtual void remove_hook(const std::string& name);
+  void remove_hook(const std::string& name);
   /// The hooks in the order they run.
-  virtual const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
+  const std::vector<std::shared_ptr<OptimizerHook>>& hooks() const { return hooks_; }
 
   /// Hyperparameter `name` ("lr", "alpha", "momentum", ...); ValueError naming the valid ones.
   /// Booleans (Adam's "amsgrad") read as 0 or 1.
-  virtual double hyperparam(const std::string& name) const;
+  double hyperparam(const std::string& name) const;
   /// Changes hyperparameter `name` (extensions such as ExponentialShift use this); it takes effect
   /// at the next update. ValueError naming the valid ones for an unknown name.
-  virtual void set_hyperparam(const std::string& name, double value);
-  virtual bool has_hyperparam(const std::string& name) const;
+  void set_hyperparam(const std::string& name, double value);
+  bool has_hyperparam(const std::string& name) const;
   /// All hyperparameters by name.
-  virtual const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
+  const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
   /// The learning rate in effect (Adam's depends on t); what observe_lr reports. ValueError for an
   /// optimizer without "lr" that does not override it.
   virtual double lr() const;
 
-  /// Number of update() calls so far.
+  /// Number of updates applied so far (a step that the stage skips does not count).
   int64_t t() const { return t_; }
   /// Epochs seen (advanced by new_epoch()).
   int64_t epoch() const { return epoch_; }
-  virtual void new_epoch() { ++epoch_; }
+  void new_epoch() { ++epoch_; }
 
   /// The rule of a parameter of the target (created on setup, or on first use for parameters
   /// added later); nullptr for a variable that is not a parameter of the target.
-  virtual UpdateRule* rule(const Variable& param);
+  UpdateRule* rule(const Variable& param);
 
   /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
-  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W").
-  virtual void serialize(serializers::Serializer& s);
+  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"), then the stage's
+  /// state.
+  void serialize(serializers::Serializer& s);
+
+  /// Installs `stage` (null removes the current one, which is then destroyed). On an optimizer set
+  /// up already, the stage's on_setup runs now. ValueError when a stage is installed already.
+  void set_stage(std::unique_ptr<OptimizerStage> stage);
+  /// The installed stage, or nullptr.
+  OptimizerStage* stage() const { return stage_.get(); }
 
  protected:
   /// Declares a hyperparameter with its default; returns its slot, which stays valid for the
@@ -117,8 +128,11 @@ class Optimizer {
   int64_t epoch_ = 0;
 
  private:
+  void serialize_rules(serializers::Serializer& s);
+
   std::vector<std::shared_ptr<OptimizerHook>> hooks_;
-  std::map<const ::rensa::detail::VariableImpl*, std::unique_ptr<UpdateRule>> rules_;
+  std::map<VariableId, std::unique_ptr<UpdateRule>> rules_;
+  std::unique_ptr<OptimizerStage> stage_;
 };
 
 }  // namespace rensa::optimizers

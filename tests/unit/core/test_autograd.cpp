@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <memory>
+#include <unordered_map>
 
 #include "rensa/rensa.h"
 #include "tests/unit/test_util.h"
@@ -126,4 +129,43 @@ TEST(Autograd, GradFinalHooks) {
   F::sum(w * v + w).backward();
   EXPECT_EQ(hook->finals, 2);
   EXPECT_EQ(hook->finished, 1);
+}
+
+TEST(Autograd, VariableIdIsTheIdentity) {
+  Variable a(Array::ones({2}), true);
+  const Variable alias = a;           // another handle of the same variable
+  const Variable b(a.array(), true);  // another variable over the same data
+  EXPECT_EQ(a.id(), alias.id());
+  EXPECT_NE(a.id(), b.id());
+  EXPECT_EQ(Variable().id(), Variable().id());
+  EXPECT_NE(a.id(), Variable().id());
+  // Stable while the variable lives, whatever happens to its data, gradient and graph.
+  const VariableId before = a.id();
+  F::sum(a * 2.0).backward();
+  a.cleargrad();
+  a.set_array(Array::zeros({3}));
+  EXPECT_EQ(a.id(), before);
+  // It keys hashed and ordered maps without holding the variable.
+  const std::unordered_map<VariableId, int> hashed{{a.id(), 1}, {b.id(), 2}};
+  const std::map<VariableId, int> ordered{{a.id(), 1}, {b.id(), 2}};
+  EXPECT_EQ(hashed.at(alias.id()), 1);
+  EXPECT_EQ(ordered.at(b.id()), 2);
+}
+
+TEST(Autograd, GradHooksAreListed) {
+  Variable w(Array::ones({2}), true);
+  EXPECT_TRUE(w.grad_hooks().empty());
+  auto h1 = std::make_shared<CountingHook>(), h2 = std::make_shared<CountingHook>();
+  w.add_grad_hook(h1);
+  w.add_grad_hook(h2);
+  ASSERT_EQ(w.grad_hooks().size(), 2u);
+  EXPECT_EQ(w.grad_hooks()[0], h1);
+  EXPECT_EQ(w.grad_hooks()[1], h2);
+  w.remove_grad_hook(h1.get());
+  ASSERT_EQ(w.grad_hooks().size(), 1u);
+  EXPECT_EQ(w.grad_hooks()[0], h2);
+  F::sum(w * 3.0).backward();
+  EXPECT_EQ(h1->finals, 0);
+  EXPECT_EQ(h2->finals, 1);
+  rensa::test::expect_error<ValueError>([] { (void)Variable().grad_hooks(); }, {"Variable::grad_hooks", "null"});
 }
