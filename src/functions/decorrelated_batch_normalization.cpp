@@ -1,8 +1,6 @@
 // Decorrelated batch normalization: ZCA whitening per group of channels. The training-mode function
 // is one node (its forward needs the eigendecomposition kernel); its backward is written with
 // differentiable functions but treats the eigenvectors as constants, so it refuses double backprop.
-#include "rensa/functions/normalization.h"
-
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -12,6 +10,7 @@
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/linalg.h"
+#include "rensa/functions/normalization.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
 
@@ -57,9 +56,9 @@ Variable from_groups(const Variable& yg, const Groups& g) {
 void check_running(const char* op, const char* name, Array& a, const Shape& shape, const Variable& x,
                    const Array& init) {
   if (a.is_null()) a = init;
-  RENSA_CHECK(a.shape() == shape && is_floating(a.dtype()) && a.device() == x.device(), ShapeError, op, ": ", name,
-              " ", a.shape(), " ", a.dtype(), " on ", a.device(), " must be ", shape, " floating on ", x.device(),
-              " for x ", x.shape());
+  RENSA_CHECK(a.shape() == shape && is_floating(a.dtype()) && a.device() == x.device(), ShapeError, op, ": ", name, " ",
+              a.shape(), " ", a.dtype(), " on ", a.device(), " must be ", shape, " floating on ", x.device(), " for x ",
+              x.shape());
 }
 
 Array identity_matrices(int64_t groups, int64_t n, Dtype dtype, Device device) {
@@ -86,8 +85,7 @@ Whitening whiten(const char* op, const Variable& x, const Groups& g, double eps)
   const Variable mu = mean(xg, Shape{2}, true);
   const Variable xc = sub(xg, mu);
   const Variable eye(identity_matrices(1, g.per_group, x.dtype(), x.device()).reshape({g.per_group, g.per_group}));
-  const Variable cov =
-      add(mul(matmul(xc, xc, false, true), 1.0 / static_cast<double>(g.positions)), mul(eye, eps));
+  const Variable cov = add(mul(matmul(xc, xc, false, true), 1.0 / static_cast<double>(g.positions)), mul(eye, eps));
   Array evals = Array::empty({g.groups, g.per_group}, x.dtype(), x.device());
   Array evecs = Array::empty({g.groups, g.per_group, g.per_group}, x.dtype(), x.device());
   RENSA_KERNEL(x.device(), eigh, op)(cov.array(), evals, evecs);
@@ -111,9 +109,9 @@ Variable decorrelated_batch_normalization(const Variable& x, int64_t groups, dou
   RENSA_CHECK(decay >= 0.0 && decay <= 1.0, ValueError, op, ": decay must be in [0, 1], got ", decay);
   RENSA_CHECK(g.positions > 0, ValueError, op, ": x ", x.shape(), " has no position to take statistics over");
   if (x.dtype() != Dtype::float32 && x.dtype() != Dtype::float64) {
-    return cast(decorrelated_batch_normalization(cast(x, Dtype::float32), groups, eps, running_mean,
-                                                 running_projection, decay),
-                x.dtype());
+    return cast(
+        decorrelated_batch_normalization(cast(x, Dtype::float32), groups, eps, running_mean, running_projection, decay),
+        x.dtype());
   }
   const Shape mean_shape{g.groups, g.per_group}, proj_shape{g.groups, g.per_group, g.per_group};
   if (running_mean != nullptr) {
@@ -158,8 +156,7 @@ Variable decorrelated_batch_normalization(const Variable& x, int64_t groups, dou
     const Variable inner = mul(k, matmul(matmul(v, gw, true, false), v));
     const Variable gsigma = matmul(matmul(v, inner), v, false, true);
     const Variable sym = add(gsigma, swapaxes(gsigma, 1, 2));
-    const Variable gxc =
-        add(matmul(w, gy, true, false), mul(matmul(sym, xc), 1.0 / static_cast<double>(g.positions)));
+    const Variable gxc = add(matmul(w, gy, true, false), mul(matmul(sym, xc), 1.0 / static_cast<double>(g.positions)));
     return std::vector<Variable>{from_groups(sub(gxc, mean(gxc, Shape{2}, true)), g)};
   });
 }

@@ -58,8 +58,8 @@ void eigh_typed(const Array& a, const Array& w, const Array& v) {
     }
     syevd<T>(ni, m.data(), pw + g * n, work.data(), static_cast<int>(work.size()), iwork.data(),
              static_cast<int>(iwork.size()), &info);
-    RENSA_CHECK(info == 0, ValueError, "eigh: matrix ", g, " of a ", a.shape(), " did not converge (LAPACK info ",
-                info, ")");
+    RENSA_CHECK(info == 0, ValueError, "eigh: matrix ", g, " of a ", a.shape(), " did not converge (LAPACK info ", info,
+                ")");
     // Column k of the column-major result is eigenvector k: v[g][i][k] = m[i + k n].
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t k = 0; k < n; ++k) pv[(g * n + i) * n + k] = m[static_cast<std::size_t>(i + k * n)];
@@ -71,9 +71,12 @@ void eigh_typed(const Array& a, const Array& w, const Array& v) {
 
 void eigh(const Array& a, const Array& w, const Array& v) {
   switch (a.dtype()) {
-    case Dtype::float32: return eigh_typed<float>(a, w, v);
-    case Dtype::float64: return eigh_typed<double>(a, w, v);
-    default: RENSA_THROW(DtypeError, "eigh: expected float32 or float64, got ", a.dtype());
+    case Dtype::float32:
+      return eigh_typed<float>(a, w, v);
+    case Dtype::float64:
+      return eigh_typed<double>(a, w, v);
+    default:
+      RENSA_THROW(DtypeError, "eigh: expected float32 or float64, got ", a.dtype());
   }
 }
 

@@ -90,7 +90,8 @@ void eigh(const Array& a, const Array& w, const Array& v) {
         for (int64_t k = 0; k < n; ++k) {
           const int64_t src = order[static_cast<std::size_t>(k)];
           pw[g * n + k] = static_cast<T>(m[static_cast<std::size_t>(src * n + src)]);
-          for (int64_t i = 0; i < n; ++i) pv[(g * n + i) * n + k] = static_cast<T>(vec[static_cast<std::size_t>(i * n + src)]);
+          for (int64_t i = 0; i < n; ++i)
+            pv[(g * n + i) * n + k] = static_cast<T>(vec[static_cast<std::size_t>(i * n + src)]);
         }
       }
     } else {

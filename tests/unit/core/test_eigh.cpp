@@ -157,7 +157,8 @@ TEST(Eigh, CpuMatchesReference) {
     for (int64_t j = 0; j < n; ++j) {
       double dot = 0.0;
       for (int64_t i = 0; i < n; ++i) {
-        dot += cpu.v[static_cast<std::size_t>((k * n + i) * n + j)] * ref.v[static_cast<std::size_t>((k * n + i) * n + j)];
+        dot +=
+            cpu.v[static_cast<std::size_t>((k * n + i) * n + j)] * ref.v[static_cast<std::size_t>((k * n + i) * n + j)];
       }
       EXPECT_NEAR(std::abs(dot), 1.0, 1e-10) << "matrix " << k << " vector " << j;
     }
@@ -168,8 +169,11 @@ TEST(Eigh, NonFiniteEntryAndBadDtype) {
   std::vector<double> a = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, std::nan(""), 1.0};
   for (Device d : kDevices) {
     SCOPED_TRACE(std::string(get_backend(d).name()));
-    expect_error<ValueError>([&] { run_eigh(Array::from_vector(a, {1, 3, 3}), d); },
-                             {"eigh", "matrix 0", "(1, 3, 3)", "non-finite", "(2, 1)"});
+    expect_error<ValueError>(
+        [&] {
+          run_eigh(Array::from_vector(a, {1, 3, 3}), d);
+        },
+        {"eigh", "matrix 0", "(1, 3, 3)", "non-finite", "(2, 1)"});
     expect_error<DtypeError>([&] { run_eigh(Array::zeros({1, 2, 2}, Dtype::float16), d); }, {"eigh", "float16"});
   }
 }

@@ -51,10 +51,11 @@ void expect_whitened(const Array& y, int64_t groups, double tol) {
       for (int64_t j = 0; j < per; ++j) {
         double cov = 0.0;
         for (int64_t k = 0; k < m; ++k) {
-          cov += v[static_cast<std::size_t>((g * per + i) * m + k)] * v[static_cast<std::size_t>((g * per + j) * m + k)];
+          cov +=
+              v[static_cast<std::size_t>((g * per + i) * m + k)] * v[static_cast<std::size_t>((g * per + j) * m + k)];
         }
-        EXPECT_NEAR(cov / static_cast<double>(m), i == j ? 1.0 : 0.0, tol) << "group " << g << " (" << i << ", " << j
-                                                                           << ")";
+        EXPECT_NEAR(cov / static_cast<double>(m), i == j ? 1.0 : 0.0, tol)
+            << "group " << g << " (" << i << ", " << j << ")";
       }
     }
   }
@@ -116,8 +117,7 @@ TEST(DecorrelatedBatchNormalization, Conformance) {
 TEST(DecorrelatedBatchNormalization, GradientAtRepeatedEigenvalues) {
   // Each group's covariance is exactly 0.5 I (+ eps): every eigenvalue repeated. The gradient
   // through the eigendecomposition stays exact there (Chainer drops the tied terms).
-  const Array x = Array::from_vector(
-      std::vector<double>{1, 0, 2, 0, -1, 0, -2, 0, 0, 1, 0, 2, 0, -1, 0, -2}, {4, 4});
+  const Array x = Array::from_vector(std::vector<double>{1, 0, 2, 0, -1, 0, -2, 0, 0, 1, 0, 2, 0, -1, 0, -2}, {4, 4});
   check_backward(dbn_fn(2), {x}, {}, {.eps = 1e-4, .atol = 1e-7, .rtol = 1e-6});
   const Array one_channel = randn({5, 1, 3}, Dtype::float64, 8);
   check_backward(dbn_fn(1), {one_channel});
@@ -126,9 +126,8 @@ TEST(DecorrelatedBatchNormalization, GradientAtRepeatedEigenvalues) {
 TEST(DecorrelatedBatchNormalization, DoubleBackpropThrows) {
   const Variable x(randn({5, 4}, Dtype::float64, 2), true);
   const Variable y = F::sum(F::mul(F::decorrelated_batch_normalization(x, 2), Variable(randn({5, 4}))));
-  expect_error<NotImplementedError>(
-      [&] { rensa::grad({y}, {x}, {}, GradOptions{.enable_double_backprop = true}); },
-      {"decorrelated_batch_normalization", "double backprop"});
+  expect_error<NotImplementedError>([&] { rensa::grad({y}, {x}, {}, GradOptions{.enable_double_backprop = true}); },
+                                    {"decorrelated_batch_normalization", "double backprop"});
 }
 
 TEST(DecorrelatedBatchNormalization, RunningStatisticsAndHalfPrecision) {
@@ -174,25 +173,33 @@ TEST(DecorrelatedBatchNormalization, Errors) {
                            {"decorrelated_batch_normalization", "eps"});
   expect_error<ValueError>([&] { F::decorrelated_batch_normalization(x, 2, 2e-5, nullptr, nullptr, 1.5); },
                            {"decorrelated_batch_normalization", "decay"});
-  expect_error<ValueError>([&] { F::decorrelated_batch_normalization(Variable(randn({0, 6})), 2); },
-                           {"decorrelated_batch_normalization", "(0, 6)", "no position"});
+  expect_error<ValueError>(
+      [&] {
+        F::decorrelated_batch_normalization(Variable(randn({0, 6})), 2);
+      },
+      {"decorrelated_batch_normalization", "(0, 6)", "no position"});
   Array bad_mean = Array::zeros({3, 2}, Dtype::float64);
   expect_error<ShapeError>([&] { F::decorrelated_batch_normalization(x, 2, 2e-5, &bad_mean); },
                            {"decorrelated_batch_normalization", "running_mean", "(3, 2)", "(2, 3)", "(4, 6, 2)"});
   Array bad_projection = Array::zeros({2, 3}, Dtype::float64);
   expect_error<ShapeError>([&] { F::decorrelated_batch_normalization(x, 2, 2e-5, nullptr, &bad_projection); },
                            {"running_projection", "(2, 3)", "(2, 3, 3)"});
-  expect_error<DtypeError>([&] { F::decorrelated_batch_normalization(Variable(Array::zeros({2, 2}, Dtype::int32)), 1); },
-                           {"decorrelated_batch_normalization", "int32"});
+  expect_error<DtypeError>(
+      [&] {
+        F::decorrelated_batch_normalization(Variable(Array::zeros({2, 2}, Dtype::int32)), 1);
+      },
+      {"decorrelated_batch_normalization", "int32"});
 
   const Variable mean(Array::zeros({2, 3}, Dtype::float64)), projection(randn({2, 3, 3}));
   expect_error<ShapeError>([&] { F::fixed_decorrelated_batch_normalization(x, mean, projection, 3); },
-                           {"fixed_decorrelated_batch_normalization", "mean (2, 3)", "projection (2, 3, 3)",
-                            "(3, 2)", "(3, 2, 2)", "(4, 6, 2)"});
+                           {"fixed_decorrelated_batch_normalization", "mean (2, 3)", "projection (2, 3, 3)", "(3, 2)",
+                            "(3, 2, 2)", "(4, 6, 2)"});
   expect_error<ShapeError>([&] { F::fixed_decorrelated_batch_normalization(x, mean, projection, 4); },
                            {"fixed_decorrelated_batch_normalization", "groups 4", "6 channels"});
   expect_error<DtypeError>(
-      [&] { F::fixed_decorrelated_batch_normalization(x, Variable(mean.array().astype(Dtype::float32)), projection, 2); },
+      [&] {
+        F::fixed_decorrelated_batch_normalization(x, Variable(mean.array().astype(Dtype::float32)), projection, 2);
+      },
       {"fixed_decorrelated_batch_normalization"});
 }
 

@@ -140,7 +140,8 @@ TEST(DecorrelatedBatchNormalizationLink, ChainersFileAndOutputs) {
 TEST(DecorrelatedBatchNormalizationLink, Errors) {
   expect_error<ShapeError>([] { L::DecorrelatedBatchNormalization(6, 4); },
                            {"DecorrelatedBatchNormalization", "size 6", "groups 4"});
-  expect_error<ValueError>([] { L::DecorrelatedBatchNormalization(6, 0); }, {"DecorrelatedBatchNormalization", "groups"});
+  expect_error<ValueError>([] { L::DecorrelatedBatchNormalization(6, 0); },
+                           {"DecorrelatedBatchNormalization", "groups"});
   expect_error<ValueError>([] { L::DecorrelatedBatchNormalization(6, 2, 1.5); },
                            {"DecorrelatedBatchNormalization", "decay"});
   expect_error<ValueError>([] { L::DecorrelatedBatchNormalization(6, 2, 0.9, 0.0); },
@@ -148,8 +149,11 @@ TEST(DecorrelatedBatchNormalizationLink, Errors) {
   expect_error<DtypeError>([] { L::DecorrelatedBatchNormalization(6, 2, 0.9, 2e-5, Dtype::int32); },
                            {"DecorrelatedBatchNormalization", "int32"});
   L::DecorrelatedBatchNormalization dbn(6, 2);
-  expect_error<ShapeError>([&] { dbn(Variable(randn({4, 4}, Dtype::float32))); },
-                           {"DecorrelatedBatchNormalization", "(4, 4)", "6 channels"});
+  expect_error<ShapeError>(
+      [&] {
+        dbn(Variable(randn({4, 4}, Dtype::float32)));
+      },
+      {"DecorrelatedBatchNormalization", "(4, 4)", "6 channels"});
 }
 
 }  // namespace
