@@ -88,7 +88,12 @@ Whitening whiten(const char* op, const Variable& x, const Groups& g, double eps)
   const Variable cov = add(mul(matmul(xc, xc, false, true), 1.0 / static_cast<double>(g.positions)), mul(eye, eps));
   Array evals = Array::empty({g.groups, g.per_group}, x.dtype(), x.device());
   Array evecs = Array::empty({g.groups, g.per_group, g.per_group}, x.dtype(), x.device());
-  RENSA_KERNEL(x.device(), eigh, op)(cov.array(), evals, evecs);
+  try {
+    RENSA_KERNEL(x.device(), eigh, op)(cov.array(), evals, evecs);
+  } catch (const ValueError& e) {
+    // The kernel sees covariances; say whose.
+    RENSA_THROW(ValueError, op, ": the covariance of x ", x.shape(), " has no eigendecomposition (", e.what(), ")");
+  }
   const Variable s = sqrt(Variable(evals));
   const Variable v(evecs);
   r.w = matmul(div(v, reshape(s, {g.groups, 1, g.per_group})), v, false, true).array();

@@ -178,6 +178,13 @@ TEST(DecorrelatedBatchNormalization, Errors) {
         F::decorrelated_batch_normalization(Variable(randn({0, 6})), 2);
       },
       {"decorrelated_batch_normalization", "(0, 6)", "no position"});
+  auto with_nan = randn({4, 6, 2}).to_vector<double>();
+  with_nan[17] = std::nan("");
+  expect_error<ValueError>(
+      [&] {
+        F::decorrelated_batch_normalization(Variable(Array::from_vector(with_nan, {4, 6, 2})), 2);
+      },
+      {"decorrelated_batch_normalization", "(4, 6, 2)", "eigh", "non-finite"});
   Array bad_mean = Array::zeros({3, 2}, Dtype::float64);
   expect_error<ShapeError>([&] { F::decorrelated_batch_normalization(x, 2, 2e-5, &bad_mean); },
                            {"decorrelated_batch_normalization", "running_mean", "(3, 2)", "(2, 3)", "(4, 6, 2)"});
