@@ -165,6 +165,16 @@ TEST(Eigh, CpuMatchesReference) {
   }
 }
 
+TEST(Eigh, LargerMatricesOnTwoThreads) {
+  // syevd's BLAS calls may split among OpenMP threads from this size on.
+  const int saved = get_num_threads();
+  set_num_threads(2);
+  const int64_t g = 2, n = 96;
+  const auto a = random_symmetric(g, n, 13);
+  expect_decomposes(a, run_eigh(Array::from_vector(a, {g, n, n}), Device::cpu()), g, n, 1e-11);
+  set_num_threads(saved);
+}
+
 TEST(Eigh, NonFiniteEntryAndBadDtype) {
   std::vector<double> a = {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, std::nan(""), 1.0};
   for (Device d : kDevices) {
