@@ -13,6 +13,12 @@ find_path(RENSA_OPENBLAS_INCLUDE_DIR cblas.h REQUIRED)
 if(NOT RENSA_OPENBLAS_LIBRARY MATCHES "openmp")
   message(WARNING "rensa: OpenBLAS at ${RENSA_OPENBLAS_LIBRARY} may not be the OpenMP build (libopenblas-openmp-dev)")
 endif()
+# The cpu eigh kernel calls LAPACK's ssyevd_/dsyevd_, which Debian's OpenBLAS builds export.
+include(CheckLibraryExists)
+check_library_exists(${RENSA_OPENBLAS_LIBRARY} dsyevd_ "" RENSA_OPENBLAS_HAS_LAPACK)
+if(NOT RENSA_OPENBLAS_HAS_LAPACK)
+  message(FATAL_ERROR "rensa: OpenBLAS at ${RENSA_OPENBLAS_LIBRARY} exports no LAPACK (dsyevd_), which the cpu eigh kernel needs")
+endif()
 # Installed libraries keep a run path to that directory (it is not a default linker path), so
 # they load the OpenMP build whichever build the system's alternatives select.
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)

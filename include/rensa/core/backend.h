@@ -169,6 +169,12 @@ struct KernelTable {
   /// pass through r (z gh). Same dtype and contiguity rules.
   void (*gru_backward)(const Array& act, const Array& r, const Array& h_prev, const Array& gh, const Array& gx,
                        const Array& gr, const Array& gh_prev) = nullptr;
+  /// Symmetric eigendecomposition of each matrix of a (G, C, C) (float32 or float64, any strides),
+  /// reading only its lower triangle, as NumPy's eigh: w (G, C) receives the eigenvalues in
+  /// ascending order and v (G, C, C) orthonormal eigenvectors as columns, a[g] = v[g] diag(w[g])
+  /// v[g]^T; w and v contiguous, of a's dtype. ValueError naming the matrix when one has a
+  /// non-finite entry or the iteration does not converge.
+  void (*eigh)(const Array& a, const Array& w, const Array& v) = nullptr;
   // ---- convolution and pooling (N, C, H, W; inputs any strides; outputs contiguous or
   // channels-last, see MemoryFormat; one floating dtype) ----
   /// The layout this backend's convolutions of `dtype` run in without converting: functions
@@ -204,7 +210,7 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward) X(gru_forward) X(gru_backward)          \
+      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward) X(gru_forward) X(gru_backward) X(eigh)  \
       X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)

@@ -1,10 +1,10 @@
 #pragma once
 /// \file
-/// Normalization functions: batch normalization (batch statistics or fixed ones), layer
-/// normalization and local response normalization. They are composites of differentiable
-/// functions, so they are differentiable twice (and more). All inputs must share one floating
-/// dtype and device (DtypeError / DeviceError otherwise); ShapeError names the function and every
-/// shape; ValueError for eps <= 0.
+/// Normalization functions: batch normalization (batch statistics or fixed ones), decorrelated
+/// batch normalization, layer normalization and local response normalization. Most are composites
+/// of differentiable functions, so they are differentiable twice (and more); the exceptions say
+/// so. All inputs must share one floating dtype and device (DtypeError / DeviceError otherwise);
+/// ShapeError names the function and every shape; ValueError for eps <= 0.
 
 #include <cstdint>
 #include <functional>
@@ -88,6 +88,38 @@ Variable fixed_batch_renormalization(const Variable& x, const Variable& gamma, c
 /// divides C and gamma / beta are (C,).
 Variable group_normalization(const Variable& x, int64_t groups, const Variable& gamma, const Variable& beta,
                              double eps = 1e-5);
+
+/// Decorrelated batch normalization (Huang et al. 2018; Chainer's
+/// decorrelated_batch_normalization), training mode: ZCA whitening of x (N, C, ...) with the batch
+/// statistics of each of `groups` groups of C / groups channels. With xc (groups, C / groups, m) the
+/// channels of a group centred over the m = N * (spatial size) positions, Sigma = xc xc^T / m +
+/// eps I = V diag(w) V^T and W = V diag(w^-1/2) V^T, y = W xc, back in x's layout: each group of
+/// y has zero mean and identity covariance (up to eps). float16 / bfloat16 x is computed in float32.
+///
+/// running_mean (groups, C / groups) and running_projection (groups, C / groups, C / groups), when
+/// given, are updated in place after use, in their own dtype: decay * old + (1 - decay) * batch
+/// value, the batch's mean and, for the projection, m / max(m - 1, 1) times W (as Chainer). Pointers
+/// to null arrays are first set to zeros and the identity.
+///
+/// Differentiable once in x (the gradient through the eigendecomposition, exact also for repeated
+/// eigenvalues); differentiating its backward (double backprop) throws NotImplementedError, as in
+/// Chainer. ValueError unless groups > 0, eps > 0 and 0 <= decay <= 1, when x holds no position (m
+/// = 0), or when the eigendecomposition fails (non-finite x); ShapeError when x has fewer than 2
+/// axes, groups does not divide C, or a running statistic has the wrong shape; DtypeError for a
+/// non-floating x.
+Variable decorrelated_batch_normalization(const Variable& x, int64_t groups = 16, double eps = 2e-5,
+                                          Array* running_mean = nullptr, Array* running_projection = nullptr,
+                                          double decay = 0.9);
+
+/// Decorrelated batch normalization with given statistics (test mode; Chainer's
+/// fixed_decorrelated_batch_normalization): y = projection[g] (x_g - mean[g]) for each group g of
+/// C / groups channels of x (N, C, ...), with mean (groups, C / groups) and projection (groups,
+/// C / groups, C / groups). Composed of differentiable functions, so differentiable in every input
+/// and to any order (Chainer's gradients of mean and projection are wrong; x's agrees). ValueError
+/// unless groups > 0; ShapeError when x has fewer than 2 axes, groups does not divide C, or mean /
+/// projection have other shapes; DtypeError / DeviceError when the inputs' dtypes or devices differ.
+Variable fixed_decorrelated_batch_normalization(const Variable& x, const Variable& mean, const Variable& projection,
+                                                int64_t groups = 16);
 
 /// L2 normalization along `axes` (Chainer's normalize; axis 1 by default): x / (||x|| + eps). The
 /// gradient of an all-zero slice is gy / eps, as Chainer (finite to every order). ValueError

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Normalization layers (Chainer's L.BatchNormalization, L.BatchRenormalization,
-/// L.GroupNormalization and L.LayerNormalization). Population statistics over a pass of data:
-/// rensa/training/batch_norm_statistics.h.
+/// L.DecorrelatedBatchNormalization, L.GroupNormalization and L.LayerNormalization). Population
+/// statistics over a pass of data: rensa/training/batch_norm_statistics.h.
 
 #include <cstdint>
 #include <functional>
@@ -115,6 +115,41 @@ class BatchRenormalization : public BatchNormalization {
 
  private:
   double rmax_, dmax_;
+};
+
+/// Decorrelated batch normalization (Chainer's L.DecorrelatedBatchNormalization): ZCA whitening of
+/// x (N, size, ...) per group of size / groups channels, with no parameters. Persistent values, as
+/// Chainer's (so its .npz files load): avg_mean (groups, size / groups) zeros, avg_projection
+/// (groups, size / groups, size / groups) identity matrices, both of `dtype`, and N (int64 0-d:
+/// batches seen in finetune mode). In training mode it whitens with the batch statistics
+/// (functions::decorrelated_batch_normalization) and updates the averages with `decay`, or in
+/// finetune mode with 1 - 1/N after counting N up (their exact mean since start_finetuning); in
+/// test mode it applies functions::fixed_decorrelated_batch_normalization with the averages.
+/// ValueError unless groups > 0, 0 <= decay <= 1 and eps > 0; ShapeError for a negative size or
+/// one groups does not divide; DtypeError for a non-floating dtype. forward throws ShapeError unless
+/// x is (N, size, ...), and the functions' errors.
+class DecorrelatedBatchNormalization : public Link {
+ public:
+  explicit DecorrelatedBatchNormalization(int64_t size, int64_t groups = 16, double decay = 0.9, double eps = 2e-5,
+                                          Dtype dtype = Dtype::float32);
+  Variable forward(const Variable& x) override;
+  using Link::forward;
+
+  /// Turns finetune mode (Chainer's forward(x, finetune=True)) on or off; N is kept.
+  void set_finetune(bool on) { finetune_ = on; }
+  bool finetune() const { return finetune_; }
+  /// Resets N to 0: the next finetune forward replaces the averages.
+  void start_finetuning();
+  Array& avg_mean() { return persistent("avg_mean"); }
+  Array& avg_projection() { return persistent("avg_projection"); }
+  /// Batches accumulated in finetune mode since the last start_finetuning().
+  int64_t n_batches();
+  int64_t groups() const { return groups_; }
+
+ private:
+  int64_t size_, groups_;
+  double decay_, eps_;
+  bool finetune_ = false;
 };
 
 /// Group normalization (Chainer's L.GroupNormalization): gamma (ones) and beta (zeros) of shape
