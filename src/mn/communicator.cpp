@@ -337,13 +337,16 @@ const char* op_name(OpCode op) {
       return "bcast_data";
     case OpCode::mean_grad:
       return "mean_grad";
+    case OpCode::split:
+      return "split";
   }
   return "operation";
 }
 
 // ---- construction ----------------------------------------------------------------------------------
 
-CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options)
+CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options,
+                                   std::string host)
     : name_(std::move(name)), options_(options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -382,7 +385,7 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
   bg_.index = 1;
   RENSA_MPI_CHECK(MPI_Comm_rank(fg_.world.get(), &rank_));
   RENSA_MPI_CHECK(MPI_Comm_size(fg_.world.get(), &size_));
-  split_hosts(base);
+  split_hosts(std::move(host));
 
   if (options.check_collectives == 1) {
     checking_ = true;
@@ -435,11 +438,14 @@ void CommunicatorImpl::shutdown() {
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
 }
 
-void CommunicatorImpl::split_hosts(MPI_Comm) {
+void CommunicatorImpl::split_hosts(std::string host) {
   constexpr int kName = 256;
   std::vector<char> names(static_cast<std::size_t>(size_) * kName, '\0');
-  std::string mine = hostname_;
-  if (options_.ranks_per_host > 0) mine = "host" + std::to_string(rank_ / options_.ranks_per_host);
+  // A sub-communicator's ranks keep the hosts they had in their parent (split.cpp).
+  std::string mine = std::move(host);
+  if (mine.empty()) {
+    mine = options_.ranks_per_host > 0 ? "host" + std::to_string(rank_ / options_.ranks_per_host) : hostname_;
+  }
   mine.resize(std::min<std::size_t>(mine.size(), kName - 1));
   std::vector<char> buf(kName, '\0');
   std::copy(mine.begin(), mine.end(), buf.begin());

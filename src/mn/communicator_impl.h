@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -98,13 +99,15 @@ enum class OpCode : int64_t {
   scatter_bytes,
   bcast_data,
   mean_grad,
+  split,
 };
 const char* op_name(OpCode op);
 
 class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
  public:
-  /// Collective over `base` (duplicated). Throws ValueError for invalid options.
-  CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options);
+  /// Collective over `base` (duplicated). Throws ValueError for invalid options. `host`: the name this
+  /// rank is grouped by (empty: the machine's, or its block of options.ranks_per_host).
+  CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options, std::string host = {});
   virtual ~CommunicatorImpl();
   CommunicatorImpl(const CommunicatorImpl&) = delete;
   CommunicatorImpl& operator=(const CommunicatorImpl&) = delete;
@@ -135,6 +138,8 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void send(const Array& x, int dest, int tag, const std::string& context = {});
   Array recv(int source, int tag, const std::string& context = {});
   void barrier();
+  /// Communicator::split (split.cpp); null for a rank without a color.
+  std::shared_ptr<CommunicatorImpl> split(std::optional<int> color, int key);
   /// At exit, once every rank has arrived: the first point-to-point message sent to this rank that
   /// no recv took ("" when none), naming both ranks and the tag.
   std::string unreceived_at_exit() const;
@@ -194,7 +199,7 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void end(Channel& ch);
   [[noreturn]] void rethrow_in_context(const std::string& what);
   std::string describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const;
-  void split_hosts(MPI_Comm base);
+  void split_hosts(std::string host);
   void worker_loop();
   void run_request(Communicator::Request::State& s);
   void after_first_step();
@@ -229,9 +234,10 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   bool stop_ = false;
 };
 
-/// Creates the variant `name` (already validated) over `base`. Collective over `base`.
+/// Creates the variant `name` (already validated) over `base`, grouping this rank by `host` (see
+/// CommunicatorImpl). Collective over `base`.
 std::shared_ptr<CommunicatorImpl> make_communicator_impl(std::string_view name, MPI_Comm base,
-                                                         const CommunicatorOptions& options);
+                                                         const CommunicatorOptions& options, std::string host = {});
 
 }  // namespace rensa::mn::detail
 
