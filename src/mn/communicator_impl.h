@@ -174,6 +174,8 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   // ---- operation scopes ----
   /// "rank R on host H: " for messages.
   std::string rank_prefix() const;
+  /// "rank R", with its rank in MPI_COMM_WORLD when this communicator numbers the ranks otherwise.
+  std::string rank_name(int r) const;
   /// Runs `body` as collective `op` on `ch`: numbers it, shows it to the watchdog, runs the
   /// fingerprint check first when `check`, and prefixes any exception with the rank, host and
   /// operation (keeping its type).
@@ -212,6 +214,8 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::vector<int> host_sizes_;
   std::vector<int> host_of_;              // host index of each rank
   std::vector<std::string> host_names_;   // by host index
+  std::vector<int> world_of_;             // rank in MPI_COMM_WORLD of each rank
+  bool world_numbering_ = true;           // world_of_[r] == r for every rank of the world
   int64_t timeout_ns_ = 0;
   // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
   // memory, so a rank that waits too long can name the peers that never arrived.

@@ -254,6 +254,17 @@ TEST(Split, AGroupTheVariantCannotRunOnFailsEveryRank) {
   EXPECT_EQ(parent.allreduce(Array::scalar(1, Dtype::int32)).item<int>(), n);
 }
 
+TEST(Split, ErrorsInsideAGroupNameWorldRanksToo) {
+  const int me = world().rank(), n = world().size();
+  Communicator sub = world().split(0, n - 1 - me);
+  const std::string prefix = std::string("rank ")
+                                 .append(std::to_string(sub.rank()))
+                                 .append(" (world rank ")
+                                 .append(std::to_string(me))
+                                 .append(") on host ");
+  expect_error<ValueError>([&] { sub.bcast(Array::scalar(1.0), n); }, {prefix, ": bcast #", "root"});
+}
+
 TEST(Split, ANullCommunicatorCannotSplit) {
   expect_error<ValueError>([] { Communicator().split(0, 0); }, {"split", "null communicator"});
 }
