@@ -495,7 +495,8 @@ Dtype CommunicatorImpl::wire_dtype(Dtype grad_dtype) const {
 std::string CommunicatorImpl::rank_name(int r) const {
   std::string out = std::string("rank ").append(std::to_string(r));
   // A communicator over some of the job's ranks (split, or the program's MPI_Comm) numbers its own.
-  if (!world_numbering_) out.append(" (world rank ").append(std::to_string(world_of_[static_cast<std::size_t>(r)])).append(")");
+  if (!world_numbering_)
+    out.append(" (world rank ").append(std::to_string(world_of_[static_cast<std::size_t>(r)])).append(")");
   return out;
 }
 

@@ -212,10 +212,10 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::string host_;      // the name ranks are grouped by
   std::string hostname_;  // the machine's, for messages
   std::vector<int> host_sizes_;
-  std::vector<int> host_of_;              // host index of each rank
-  std::vector<std::string> host_names_;   // by host index
-  std::vector<int> world_of_;             // rank in MPI_COMM_WORLD of each rank
-  bool world_numbering_ = true;           // world_of_[r] == r for every rank of the world
+  std::vector<int> host_of_;             // host index of each rank
+  std::vector<std::string> host_names_;  // by host index
+  std::vector<int> world_of_;            // rank in MPI_COMM_WORLD of each rank
+  bool world_numbering_ = true;          // world_of_[r] == r for every rank of the world
   int64_t timeout_ns_ = 0;
   // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
   // memory, so a rank that waits too long can name the peers that never arrived.

@@ -47,7 +47,8 @@ std::shared_ptr<CommunicatorImpl> CommunicatorImpl::split(std::optional<int> col
       if (n == 0) continue;
       out.reset();
       n = std::min<int64_t>(n, 4096);
-      std::string text = r == rank_ ? error.substr(0, static_cast<std::size_t>(n)) : std::string(static_cast<std::size_t>(n), '\0');
+      std::string text =
+          r == rank_ ? error.substr(0, static_cast<std::size_t>(n)) : std::string(static_cast<std::size_t>(n), '\0');
       RENSA_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, r, fg_.world.get()));
       const int64_t c = all[static_cast<std::size_t>(r) * 2 + 1];
       RENSA_THROW(ValueError, "split: the communicator of color ", c, " could not be created (rank ", r, "): ", text);

@@ -77,13 +77,15 @@ void expect_collectives(Communicator sub, const std::vector<int>& expected) {
   }
   const std::vector<Array> all = sub.allgather(Array::scalar(me, Dtype::int32));
   ASSERT_EQ(static_cast<int>(all.size()), n);
-  for (int i = 0; i < n; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)].item<int>(), expected[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(all[static_cast<std::size_t>(i)].item<int>(), expected[static_cast<std::size_t>(i)]);
   std::vector<Array> parts;
   for (int i = 0; i < n; ++i) parts.push_back(Array::scalar(100 * me + i, Dtype::int32));
   EXPECT_EQ(sub.scatter(parts, 0).item<int>(), 100 * expected[0] + sub.rank());
   const std::vector<Array> swapped = sub.alltoall(parts);
   for (int j = 0; j < n; ++j) {
-    EXPECT_EQ(swapped[static_cast<std::size_t>(j)].item<int>(), 100 * expected[static_cast<std::size_t>(j)] + sub.rank());
+    EXPECT_EQ(swapped[static_cast<std::size_t>(j)].item<int>(),
+              100 * expected[static_cast<std::size_t>(j)] + sub.rank());
   }
   sub.barrier();
   EXPECT_EQ(bcast_obj(sub, std::string("from ").append(std::to_string(me))),
@@ -116,7 +118,8 @@ TEST(Split, OddAndEvenWithKeysReversed) {
 TEST(Split, EqualKeysKeepTheRankOrder) {
   const int me = world().rank();
   Communicator sub = world().split(0, 7);
-  expect_collectives(sub, expected_members(0, [](int) { return 0; }, [](int r) { return r; }));
+  expect_collectives(sub, expected_members(
+                              0, [](int) { return 0; }, [](int r) { return r; }));
   EXPECT_EQ(sub.rank(), me);
 }
 
@@ -162,7 +165,8 @@ TEST(Split, NestedSplits) {
   expect_collectives(pairs, pair);
   EXPECT_EQ(world().allreduce(Array::scalar(1, Dtype::int32)).item<int>(), n);
   expect_collectives(again, pair);
-  expect_collectives(reversed, expected_members(0, [](int) { return 0; }, [&](int r) { return n - 1 - r; }));
+  expect_collectives(reversed, expected_members(
+                                   0, [](int) { return 0; }, [&](int r) { return n - 1 - r; }));
 }
 
 // Options of a parent with simulated hosts of two ranks (single_node: one host).
@@ -188,8 +192,7 @@ TEST(Split, EveryVariantAveragesGradientsInsideItsGroups) {
       const std::vector<std::string> hosts = allgather_obj(sub, sub.host());
       EXPECT_EQ(sub.inter_size(), static_cast<int>(std::set<std::string>(hosts.begin(), hosts.end()).size()));
       EXPECT_EQ(sub.intra_size(), static_cast<int>(std::count(hosts.begin(), hosts.end(), sub.host())));
-      EXPECT_EQ(sub.intra_rank(),
-                static_cast<int>(std::count(hosts.begin(), hosts.begin() + sub.rank(), sub.host())));
+      EXPECT_EQ(sub.intra_rank(), static_cast<int>(std::count(hosts.begin(), hosts.begin() + sub.rank(), sub.host())));
       expect_collectives(sub, expected);
       Net net(3, 4, 2, 7);
       for (const auto& [path, p] : net.namedparams(false)) {
@@ -237,9 +240,9 @@ TEST(Split, MultiNodeOptimizerStepInsideGroups) {
 
 TEST(Split, ANegativeColorFailsEveryRank) {
   const int n = world().size();
-  expect_error<ValueError>([&] { world().split(world().rank() == n - 1 ? -3 : 0, 0); },
-                           {"split #", std::string("rank ").append(std::to_string(n - 1)).append(" passed color -3"),
-                            "non-negative"});
+  expect_error<ValueError>(
+      [&] { world().split(world().rank() == n - 1 ? -3 : 0, 0); },
+      {"split #", std::string("rank ").append(std::to_string(n - 1)).append(" passed color -3"), "non-negative"});
   // The ranks are still in step.
   EXPECT_EQ(world().allreduce(Array::scalar(1, Dtype::int32)).item<int>(), n);
 }

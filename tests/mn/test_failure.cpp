@@ -247,7 +247,8 @@ TEST(Failure, RecvObjWithoutItsSendNamesBothRanksAndTag) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(r.seconds, 2.0 + 8.0);
   EXPECT_OUTPUT(r, "rank 0 on host ");
-  EXPECT_OUTPUT(r, ": recv_obj: recv #1 from rank " + std::to_string(job_size() - 1) + " (flat, tag 8): no progress for ");
+  EXPECT_OUTPUT(r,
+                ": recv_obj: recv #1 from rank " + std::to_string(job_size() - 1) + " (flat, tag 8): no progress for ");
   EXPECT_OUTPUT(r, "waiting for " + culprit());
 }
 

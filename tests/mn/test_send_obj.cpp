@@ -88,9 +88,9 @@ TEST(SendObj, ATypeMismatchIsAnErrorAndLeavesNothingBehind) {
     send_obj(world(), std::map<std::string, double>{{"a", 1.0}}, 1, 5);
     send_obj(world(), 42, 1, 5);
   } else if (me == 1) {
-    expect_error<CommunicationError>([] { recv_obj<std::vector<int64_t>>(world(), 0, 5); },
-                                     {"recv_obj", "rank 1 receives a vector<int64>", "from rank 0", "tag 5",
-                                      "rank 0 sent a vector<int32>"});
+    expect_error<CommunicationError>(
+        [] { recv_obj<std::vector<int64_t>>(world(), 0, 5); },
+        {"recv_obj", "rank 1 receives a vector<int64>", "from rank 0", "tag 5", "rank 0 sent a vector<int32>"});
     expect_error<CommunicationError>([] { recv_obj<std::vector<int32_t>>(world(), 0, 5); },
                                      {"vector<int32>", "vector<float32>"});
     expect_error<CommunicationError>([] { recv_obj<std::map<std::string, float>>(world(), 0, 5); },
@@ -106,9 +106,9 @@ TEST(SendObj, APlainArrayIsNotAnObject) {
     world().send(Array::full({2, 3}, 1.0), 1, 6);
     send_obj(world(), std::string("after"), 1, 6);
   } else if (me == 1) {
-    expect_error<CommunicationError>([] { recv_obj<std::string>(world(), 0, 6); },
-                                     {"recv_obj", "rank 1 expected a string", "rank 0", "tag 6", "float32 (2, 3)",
-                                      "send_obj did not send"});
+    expect_error<CommunicationError>(
+        [] { recv_obj<std::string>(world(), 0, 6); },
+        {"recv_obj", "rank 1 expected a string", "rank 0", "tag 6", "float32 (2, 3)", "send_obj did not send"});
     EXPECT_EQ(recv_obj<std::string>(world(), 0, 6), "after");
   }
   world().barrier();

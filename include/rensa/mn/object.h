@@ -138,7 +138,11 @@ template <Serializable A, Serializable B>
 struct ObjCodec<std::pair<A, B>> {
   static constexpr bool kSupported = true;
   static std::string type_name() {
-    return std::string("pair<").append(ObjCodec<A>::type_name()).append(", ").append(ObjCodec<B>::type_name()).append(">");
+    return std::string("pair<")
+        .append(ObjCodec<A>::type_name())
+        .append(", ")
+        .append(ObjCodec<B>::type_name())
+        .append(">");
   }
   static void put(ObjWriter& w, const std::pair<A, B>& p) {
     w.put(p.first);
@@ -155,7 +159,11 @@ template <Serializable K, Serializable V>
 struct ObjCodec<std::map<K, V>> {
   static constexpr bool kSupported = true;
   static std::string type_name() {
-    return std::string("map<").append(ObjCodec<K>::type_name()).append(", ").append(ObjCodec<V>::type_name()).append(">");
+    return std::string("map<")
+        .append(ObjCodec<K>::type_name())
+        .append(", ")
+        .append(ObjCodec<V>::type_name())
+        .append(">");
   }
   static void put(ObjWriter& w, const std::map<K, V>& m) {
     w.put<uint64_t>(m.size());
@@ -233,7 +241,8 @@ void send_obj(Communicator comm, const T& value, int dest, int tag = 0) {
 /// another type (`recv_obj<std::vector<int64_t>>` of a `std::vector<int32_t>`), or a message that
 /// send_obj did not send (a plain Communicator::send), is a CommunicationError naming both ranks, the
 /// tag and both types; the array of a
-/// send_obj or Communicator::send is read whole either way, so nothing is left behind. ValueError for bad arguments as send_obj.
+/// send_obj or Communicator::send is read whole either way, so nothing is left behind. ValueError for bad arguments as
+/// send_obj.
 template <detail::Serializable T>
 T recv_obj(Communicator comm, int source, int tag = 0) {
   return detail::decode_obj<T>(detail::recv_obj_bytes(comm, detail::ObjCodec<T>::type_name(), source, tag));
