@@ -3,15 +3,12 @@
 // the output; rank 1: a hidden layer and the output layer), and the pairs are data-parallel
 // replicas: each trains on its shard and the replicas of each half average their gradients.
 //   mpirun -n 4 build/release/examples/train_mnist_dual_parallel --epoch 5
-#include <mpi.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 
 #include "rensa/mn.h"
-#include "rensa/mn/mpi.h"
 #include "rensa/rensa.h"
 #include "rensa/training.h"
 
@@ -63,13 +60,8 @@ int main(int argc, char** argv) {
     throw rensa::ValueError("train_mnist_dual_parallel: run it on an even number of ranks (mpirun -n 4 ...)");
   }
   // The model axis (a pair) and the data axis (the replicas of one half): ChainerMN's comm.split.
-  MPI_Comm model_c = MPI_COMM_NULL, data_c = MPI_COMM_NULL;
-  MPI_Comm_split(rensa::mn::mpi_comm(comm), comm.rank() / 2, comm.rank(), &model_c);
-  MPI_Comm_split(rensa::mn::mpi_comm(comm), comm.rank() % 2, comm.rank(), &data_c);
-  auto model_comm = rensa::mn::create_communicator("flat", model_c, options);
-  auto data_comm = rensa::mn::create_communicator("flat", data_c, options);
-  MPI_Comm_free(&model_c);
-  MPI_Comm_free(&data_c);
+  auto model_comm = comm.split(comm.rank() / 2, comm.rank());
+  auto data_comm = comm.split(comm.rank() % 2, comm.rank());
   rensa::seed(0);
 
   auto [train, test] =

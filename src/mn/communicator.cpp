@@ -337,13 +337,16 @@ const char* op_name(OpCode op) {
       return "bcast_data";
     case OpCode::mean_grad:
       return "mean_grad";
+    case OpCode::split:
+      return "split";
   }
   return "operation";
 }
 
 // ---- construction ----------------------------------------------------------------------------------
 
-CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options)
+CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options,
+                                   std::string host)
     : name_(std::move(name)), options_(options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -382,7 +385,13 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
   bg_.index = 1;
   RENSA_MPI_CHECK(MPI_Comm_rank(fg_.world.get(), &rank_));
   RENSA_MPI_CHECK(MPI_Comm_size(fg_.world.get(), &size_));
-  split_hosts(base);
+  world_of_.assign(static_cast<std::size_t>(size_), 0);
+  RENSA_MPI_CHECK(MPI_Allgather(&world_rank, 1, MPI_INT, world_of_.data(), 1, MPI_INT, fg_.world.get()));
+  int world_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  world_numbering_ = world_size == size_;
+  for (int r = 0; r < size_; ++r) world_numbering_ = world_numbering_ && world_of_[static_cast<std::size_t>(r)] == r;
+  split_hosts(std::move(host));
 
   if (options.check_collectives == 1) {
     checking_ = true;
@@ -435,11 +444,14 @@ void CommunicatorImpl::shutdown() {
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
 }
 
-void CommunicatorImpl::split_hosts(MPI_Comm) {
+void CommunicatorImpl::split_hosts(std::string host) {
   constexpr int kName = 256;
   std::vector<char> names(static_cast<std::size_t>(size_) * kName, '\0');
-  std::string mine = hostname_;
-  if (options_.ranks_per_host > 0) mine = "host" + std::to_string(rank_ / options_.ranks_per_host);
+  // A sub-communicator's ranks keep the hosts they had in their parent (split.cpp).
+  std::string mine = std::move(host);
+  if (mine.empty()) {
+    mine = options_.ranks_per_host > 0 ? "host" + std::to_string(rank_ / options_.ranks_per_host) : hostname_;
+  }
   mine.resize(std::min<std::size_t>(mine.size(), kName - 1));
   std::vector<char> buf(kName, '\0');
   std::copy(mine.begin(), mine.end(), buf.begin());
@@ -480,8 +492,16 @@ Dtype CommunicatorImpl::wire_dtype(Dtype grad_dtype) const {
 
 // ---- operation scopes ------------------------------------------------------------------------------
 
+std::string CommunicatorImpl::rank_name(int r) const {
+  std::string out = std::string("rank ").append(std::to_string(r));
+  // A communicator over some of the job's ranks (split, or the program's MPI_Comm) numbers its own.
+  if (!world_numbering_)
+    out.append(" (world rank ").append(std::to_string(world_of_[static_cast<std::size_t>(r)])).append(")");
+  return out;
+}
+
 std::string CommunicatorImpl::rank_prefix() const {
-  return "rank " + std::to_string(rank_) + " on host " + hostname_ + ": ";
+  return rank_name(rank_) + " on host " + hostname_ + ": ";
 }
 
 std::string CommunicatorImpl::describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const {
@@ -511,7 +531,7 @@ std::string CommunicatorImpl::diagnose(const WaitSlot& slot, const void* context
 
 std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int peer) const {
   const auto name = [&](int r) {
-    return "rank " + std::to_string(r) + " on host " + host_names_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(r)])];
+    return rank_name(r) + " on host " + host_names_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(r)])];
   };
   if (peer >= 0 && peer < size_) {
     return "waiting for " + name(peer) + ", which is stopped, cut off, failed, or not calling the matching operation";

@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -98,13 +99,15 @@ enum class OpCode : int64_t {
   scatter_bytes,
   bcast_data,
   mean_grad,
+  split,
 };
 const char* op_name(OpCode op);
 
 class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
  public:
-  /// Collective over `base` (duplicated). Throws ValueError for invalid options.
-  CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options);
+  /// Collective over `base` (duplicated). Throws ValueError for invalid options. `host`: the name this
+  /// rank is grouped by (empty: the machine's, or its block of options.ranks_per_host).
+  CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options, std::string host = {});
   virtual ~CommunicatorImpl();
   CommunicatorImpl(const CommunicatorImpl&) = delete;
   CommunicatorImpl& operator=(const CommunicatorImpl&) = delete;
@@ -135,6 +138,8 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void send(const Array& x, int dest, int tag, const std::string& context = {});
   Array recv(int source, int tag, const std::string& context = {});
   void barrier();
+  /// Communicator::split (split.cpp); null for a rank without a color.
+  std::shared_ptr<CommunicatorImpl> split(std::optional<int> color, int key);
   /// At exit, once every rank has arrived: the first point-to-point message sent to this rank that
   /// no recv took ("" when none), naming both ranks and the tag.
   std::string unreceived_at_exit() const;
@@ -169,6 +174,8 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   // ---- operation scopes ----
   /// "rank R on host H: " for messages.
   std::string rank_prefix() const;
+  /// "rank R", with its rank in MPI_COMM_WORLD when this communicator numbers the ranks otherwise.
+  std::string rank_name(int r) const;
   /// Runs `body` as collective `op` on `ch`: numbers it, shows it to the watchdog, runs the
   /// fingerprint check first when `check`, and prefixes any exception with the rank, host and
   /// operation (keeping its type).
@@ -194,7 +201,7 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void end(Channel& ch);
   [[noreturn]] void rethrow_in_context(const std::string& what);
   std::string describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const;
-  void split_hosts(MPI_Comm base);
+  void split_hosts(std::string host);
   void worker_loop();
   void run_request(Communicator::Request::State& s);
   void after_first_step();
@@ -205,8 +212,10 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::string host_;      // the name ranks are grouped by
   std::string hostname_;  // the machine's, for messages
   std::vector<int> host_sizes_;
-  std::vector<int> host_of_;              // host index of each rank
-  std::vector<std::string> host_names_;   // by host index
+  std::vector<int> host_of_;             // host index of each rank
+  std::vector<std::string> host_names_;  // by host index
+  std::vector<int> world_of_;            // rank in MPI_COMM_WORLD of each rank
+  bool world_numbering_ = true;          // world_of_[r] == r for every rank of the world
   int64_t timeout_ns_ = 0;
   // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
   // memory, so a rank that waits too long can name the peers that never arrived.
@@ -229,9 +238,10 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   bool stop_ = false;
 };
 
-/// Creates the variant `name` (already validated) over `base`. Collective over `base`.
+/// Creates the variant `name` (already validated) over `base`, grouping this rank by `host` (see
+/// CommunicatorImpl). Collective over `base`.
 std::shared_ptr<CommunicatorImpl> make_communicator_impl(std::string_view name, MPI_Comm base,
-                                                         const CommunicatorOptions& options);
+                                                         const CommunicatorOptions& options, std::string host = {});
 
 }  // namespace rensa::mn::detail
 

@@ -36,8 +36,8 @@ class NaiveCommunicator : public FlatCommunicator {
 // Every rank on one host: the flat algorithm over the host's communicator.
 class SingleNodeCommunicator : public CommunicatorImpl {
  public:
-  SingleNodeCommunicator(std::string name, MPI_Comm base, const CommunicatorOptions& options)
-      : CommunicatorImpl(std::move(name), base, options) {
+  SingleNodeCommunicator(std::string name, MPI_Comm base, const CommunicatorOptions& options, std::string host)
+      : CommunicatorImpl(std::move(name), base, options, std::move(host)) {
     RENSA_CHECK(inter_size() == 1, ValueError,
                 "create_communicator: single_node needs every rank on one host, but the ", size(), " ranks are on ",
                 inter_size(), " hosts; use flat, hierarchical or two_dimensional");
@@ -82,8 +82,8 @@ class HierarchicalCommunicator : public CommunicatorImpl {
 // allgather within each host: every rank talks across hosts, each for 1/intra_size of the data.
 class TwoDimensionalCommunicator : public CommunicatorImpl {
  public:
-  TwoDimensionalCommunicator(std::string name, MPI_Comm base, const CommunicatorOptions& options)
-      : CommunicatorImpl(std::move(name), base, options) {
+  TwoDimensionalCommunicator(std::string name, MPI_Comm base, const CommunicatorOptions& options, std::string host)
+      : CommunicatorImpl(std::move(name), base, options, std::move(host)) {
     const auto& sizes = host_sizes();
     if (std::any_of(sizes.begin(), sizes.end(), [&](int s) { return s != sizes[0]; })) {
       std::ostringstream os;
@@ -146,10 +146,10 @@ class DummyCommunicator : public CommunicatorImpl {
 }  // namespace
 
 std::shared_ptr<CommunicatorImpl> make_communicator_impl(std::string_view name, MPI_Comm base,
-                                                         const CommunicatorOptions& options) {
+                                                         const CommunicatorOptions& options, std::string host) {
   // The background thread calls the variant's virtual functions: stop it while the object is whole.
   auto make = [&]<class T>() {
-    return std::shared_ptr<CommunicatorImpl>(new T(std::string(name), base, options), [](CommunicatorImpl* p) {
+    return std::shared_ptr<CommunicatorImpl>(new T(std::string(name), base, options, host), [](CommunicatorImpl* p) {
       p->shutdown();
       delete p;
     });

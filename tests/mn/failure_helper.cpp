@@ -7,7 +7,10 @@
 // waits for a message from the last rank, which stops), unreceived (rank 0 sends the last rank a
 // message it never receives; every rank then exits normally), mn_send (rank 0 backpropagates through
 // mn::functions::send, whose receiver never runs backward), mn_shape (the gradient returned to rank 0's
-// mn::functions::send has the wrong shape). Without timeout_ms, the communicator's default
+// mn::functions::send has the wrong shape), recv_obj (rank 0 waits in recv_obj for the last rank, which
+// never sends), split (the last rank calls allreduce where the others split), sub_stop (every rank
+// splits into a communicator numbered in reverse; the last rank stops while the others wait in its
+// allreduce). Without timeout_ms, the communicator's default
 // (RENSA_MN_TIMEOUT) holds.
 #include <signal.h>
 #include <sys/mman.h>
@@ -22,6 +25,7 @@
 
 #include "rensa/mn/communicator.h"
 #include "rensa/mn/functions.h"
+#include "rensa/mn/object.h"
 
 namespace mn = rensa::mn;
 
@@ -63,6 +67,19 @@ int main(int argc, char** argv) {
       if (comm.rank() == last) mn::functions::recv(comm, 0, {}, 4);  // and no backward through it
       std::this_thread::sleep_for(std::chrono::seconds(20));  // rank 0's watchdog ends the job first
     }
+  }
+  if (scenario == "recv_obj") {
+    if (comm.rank() == 0) mn::recv_obj<std::string>(comm, last, 8);
+    std::this_thread::sleep_for(std::chrono::seconds(20));  // rank 0's watchdog ends the job first
+  }
+  if (scenario == "split") {
+    if (culprit) comm.allreduce(x);
+    comm.split(0, comm.rank());
+  }
+  if (scenario == "sub_stop") {
+    mn::Communicator sub = comm.split(0, last - comm.rank());
+    if (culprit) raise(SIGSTOP);
+    for (;;) sub.allreduce(x);
   }
   if (culprit) {
     if (scenario == "throw") throw std::runtime_error("boom on purpose");

@@ -241,6 +241,35 @@ TEST(Failure, GradientOfTheWrongShapeNamesBothRanksTagAndShapes) {
                        " returned a gradient of float32 (3,)");
 }
 
+TEST(Failure, RecvObjWithoutItsSendNamesBothRanksAndTag) {
+  const JobResult r = run_job({"recv_obj", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  EXPECT_OUTPUT(r, "rank 0 on host ");
+  EXPECT_OUTPUT(r,
+                ": recv_obj: recv #1 from rank " + std::to_string(job_size() - 1) + " (flat, tag 8): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+}
+
+TEST(Failure, SplitAgainstAnotherCollectiveGivesAClearError) {
+  const JobResult r = run_job({"split"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_OUTPUT(r, "collective mismatch: rank 0 calls split() as operation #5 but rank " +
+                       std::to_string(job_size() - 1) + " calls allreduce(sum, float32, 1000 elements)");
+}
+
+TEST(Failure, StoppedRankOfASplitCommunicatorIsNamedWithItsWorldRank) {
+  const JobResult r = run_job({"sub_stop", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 2.0 + 8.0);
+  EXPECT_OUTPUT(r, ": allreduce #1 (flat, 4.0 kB): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for rank 0 (world rank " + std::to_string(job_size() - 1) + ") on host ");
+}
+
 TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
   const JobResult r = run_job({"background", "2000"});
   EXPECT_FALSE(r.timed_out);

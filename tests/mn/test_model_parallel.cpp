@@ -4,7 +4,6 @@
 // dual-parallel combination (model-parallel pairs x data-parallel replicas, 4 ranks). Also
 // create_multi_node_n_step_rnn, the iterators and create_empty_dataset.
 #include <gtest/gtest.h>
-#include <mpi.h>
 
 #include <cmath>
 #include <map>
@@ -14,7 +13,6 @@
 
 #include "rensa/core/random.h"
 #include "rensa/mn.h"
-#include "rensa/mn/mpi.h"
 #include "rensa/rensa.h"
 #include "tests/mn/mn_test_util.h"
 #include "tests/unit/test_util.h"
@@ -25,7 +23,6 @@ namespace {
 namespace F = ::rensa::functions;
 namespace L = ::rensa::links;
 using rensa::test::expect_error;
-using testing::test_options;
 using testing::world;
 
 Array values(const Shape& shape, int salt, double scale = 1.0) {
@@ -208,14 +205,7 @@ struct SplitComms {
 
 SplitComms split_pairs() {
   const int me = world().rank();
-  MPI_Comm model_c = MPI_COMM_NULL, data_c = MPI_COMM_NULL;
-  MPI_Comm_split(mpi_comm(world()), me / 2, me, &model_c);
-  MPI_Comm_split(mpi_comm(world()), me % 2, me, &data_c);
-  SplitComms s{create_communicator("flat", model_c, test_options()),
-               create_communicator("flat", data_c, test_options())};
-  MPI_Comm_free(&model_c);
-  MPI_Comm_free(&data_c);
-  return s;
+  return SplitComms{world().split(me / 2, me), world().split(me % 2, me)};
 }
 
 TEST(ModelParallel, DualParallelTrainsAsOneProcess) {

@@ -118,6 +118,16 @@ class Communicator {
   Array recv(int source, int tag = 0);
   void barrier();
 
+  /// A new communicator over the ranks that pass the same `color`, ranked by `key`, then by rank
+  /// here (ChainerMN's split, MPI_Comm_split): the same variant and options, its own MPI
+  /// communicators, background thread, watchdog and fingerprint checks, and hosts regrouped among
+  /// its ranks (each rank keeps its host, also a simulated one of options.ranks_per_host).
+  /// Collective over this communicator. `color` is a non-negative int, or std::nullopt for a rank
+  /// that joins no group and gets a null communicator (valid() false). A negative color on any rank
+  /// is a ValueError on every rank naming it (as MPI, which would read one as MPI_UNDEFINED or fail);
+  /// so is a group the variant cannot run on (two_dimensional over hosts of unequal sizes).
+  Communicator split(std::optional<int> color, int key);
+
   // ---- collectives on objects, as bytes (callers serialize; see object.h for typed helpers) ----
   std::string bcast_bytes(const std::string& bytes, int root = 0);
   /// On root: every rank's bytes in rank order; on others: empty.

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
-/// Collectives on plain C++ values (ChainerMN's bcast_obj, gather_obj, allreduce_obj): arithmetic
-/// types, std::string, and std::vector, std::pair and std::map of those, nested freely. Values are
-/// serialized to bytes (all ranks must share one architecture, as MPI jobs do) and travel through the
-/// communicator's *_bytes collectives.
+/// Collectives and point-to-point messages on plain C++ values (ChainerMN's bcast_obj, gather_obj,
+/// allreduce_obj, send_obj, recv_obj): arithmetic types, std::string, and std::vector, std::pair and
+/// std::map of those, nested freely. Values are serialized to bytes (all ranks must share one
+/// architecture, as MPI jobs do) and travel through the communicator's *_bytes collectives, or its
+/// send and recv.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -71,6 +72,14 @@ template <class T>
 requires std::is_arithmetic_v<T>
 struct ObjCodec<T> {
   static constexpr bool kSupported = true;
+  /// The name a message of send_obj carries, checked by recv_obj ("int32", "map<string, float64>").
+  static std::string type_name() {
+    const std::string bits = std::to_string(sizeof(T) * 8);
+    if constexpr (std::is_same_v<T, bool>) return "bool";
+    if constexpr (std::is_same_v<T, char>) return "char";
+    if constexpr (std::is_floating_point_v<T>) return std::string("float").append(bits);
+    return std::string(std::is_signed_v<T> ? "int" : "uint").append(bits);
+  }
   static void put(ObjWriter& w, const T& v) { w.put_raw(&v, sizeof(T)); }
   static T get(ObjReader& r) {
     T v;
@@ -82,6 +91,7 @@ struct ObjCodec<T> {
 template <>
 struct ObjCodec<std::string> {
   static constexpr bool kSupported = true;
+  static std::string type_name() { return "string"; }
   static void put(ObjWriter& w, const std::string& s) {
     w.put<uint64_t>(s.size());
     w.put_raw(s.data(), s.size());
@@ -99,6 +109,7 @@ struct ObjCodec<std::string> {
 template <Serializable T>
 struct ObjCodec<std::vector<T>> {
   static constexpr bool kSupported = true;
+  static std::string type_name() { return std::string("vector<").append(ObjCodec<T>::type_name()).append(">"); }
   static void put(ObjWriter& w, const std::vector<T>& v) {
     w.put<uint64_t>(v.size());
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
@@ -126,6 +137,13 @@ struct ObjCodec<std::vector<T>> {
 template <Serializable A, Serializable B>
 struct ObjCodec<std::pair<A, B>> {
   static constexpr bool kSupported = true;
+  static std::string type_name() {
+    return std::string("pair<")
+        .append(ObjCodec<A>::type_name())
+        .append(", ")
+        .append(ObjCodec<B>::type_name())
+        .append(">");
+  }
   static void put(ObjWriter& w, const std::pair<A, B>& p) {
     w.put(p.first);
     w.put(p.second);
@@ -140,6 +158,13 @@ struct ObjCodec<std::pair<A, B>> {
 template <Serializable K, Serializable V>
 struct ObjCodec<std::map<K, V>> {
   static constexpr bool kSupported = true;
+  static std::string type_name() {
+    return std::string("map<")
+        .append(ObjCodec<K>::type_name())
+        .append(", ")
+        .append(ObjCodec<V>::type_name())
+        .append(">");
+  }
   static void put(ObjWriter& w, const std::map<K, V>& m) {
     w.put<uint64_t>(m.size());
     for (const auto& [k, v] : m) {
@@ -196,7 +221,32 @@ T reduce_scalar(const std::vector<T>& values, ReduceOp op) {
   if (op == ReduceOp::mean) acc = static_cast<T>(acc / static_cast<T>(values.size()));
   return acc;
 }
+
+/// Sends `encoded` (a value of type `type`) to `dest` with `tag`, as one message.
+void send_obj_bytes(Communicator& comm, const std::string& type, const std::string& encoded, int dest, int tag);
+/// Receives what send_obj_bytes sent, checking that it carries a value of type `type`.
+std::string recv_obj_bytes(Communicator& comm, const std::string& type, int source, int tag);
 }  // namespace detail
+
+/// Sends `value` to rank `dest` with `tag` (ChainerMN's send_obj), through Communicator::send: the
+/// watchdog names both ranks and the tag when no recv comes. The message carries the type's name, so
+/// recv_obj of another type is a CommunicationError instead of garbage. ValueError for a null
+/// communicator, a `dest` that is not another rank, or a tag outside 0..MPI_TAG_UB.
+template <detail::Serializable T>
+void send_obj(Communicator comm, const T& value, int dest, int tag = 0) {
+  detail::send_obj_bytes(comm, detail::ObjCodec<T>::type_name(), detail::encode_obj(value), dest, tag);
+}
+
+/// Receives the value rank `source` sent with send_obj and `tag` (ChainerMN's recv_obj). A value of
+/// another type (`recv_obj<std::vector<int64_t>>` of a `std::vector<int32_t>`), or a message that
+/// send_obj did not send (a plain Communicator::send), is a CommunicationError naming both ranks, the
+/// tag and both types; the array of a
+/// send_obj or Communicator::send is read whole either way, so nothing is left behind. ValueError for bad arguments as
+/// send_obj.
+template <detail::Serializable T>
+T recv_obj(Communicator comm, int source, int tag = 0) {
+  return detail::decode_obj<T>(detail::recv_obj_bytes(comm, detail::ObjCodec<T>::type_name(), source, tag));
+}
 
 /// `value` of `root` on every rank (other ranks' `value` is ignored). Collective.
 template <detail::Serializable T>
