@@ -132,6 +132,15 @@ void Variable::unchain_backward() const {
         in->generation = 0;
       }
     }
+    // The function's other outputs (an LSTM cell's c beside the h the loss used) become leaves
+    // too, as in Chainer: the next segment's graph starts at them.
+    for (const auto& out : f->outputs()) {
+      auto o = out.lock();
+      if (o && o->creator == f) {
+        o->creator.reset();
+        o->generation = 0;
+      }
+    }
     f->release();
   }
 }

@@ -97,6 +97,23 @@ TEST(Autograd, UnchainBackwardAfterBackwardCutsTheGraph) {
   EXPECT_EQ(g1.size(), 2u);
 }
 
+// Regression: a function with two outputs (an LSTM cell's c and h) where the loss used only h: after
+// backward and unchain_backward the state c must be a leaf too, or the next segment runs into the
+// freed cell (as train_char_lm did once lstm became one fused node).
+TEST(Autograd, UnchainBackwardMakesSiblingOutputsLeaves) {
+  Variable W(Array::from_vector<double>({0.5, -0.25, 0.1, 0.3, -0.2, 0.4, 0.05, -0.15}, {1, 8}), true);
+  Variable c(Array::zeros({1, 2}, Dtype::float64));
+  for (int segment = 0; segment < 3; ++segment) {
+    auto [c2, h] = F::lstm(c, W);
+    c = c2;
+    Variable loss = F::sum(h);
+    loss.backward();
+    loss.unchain_backward();
+    EXPECT_EQ(c.creator(), nullptr) << segment;
+    W.cleargrad();
+  }
+}
+
 TEST(Autograd, FreedGraphErrorNamesBothRemedies) {
   Variable W(Array::from_vector<double>({0.5, -0.25}), true);
   Variable h = F::tanh(Variable(Array::from_vector<double>({1.0, 2.0})) * W);
