@@ -3,6 +3,7 @@
 // one SGD update (the step of a truncated-BPTT segment). bench/lstm_lm_torch.py runs the same step
 // with PyTorch's nn.LSTM; bench/torch_compare prints both and the ratio.
 //   bench_lstm_lm --threads 1            (embedding 256, hidden 512, 2 layers, 35 steps, batch 32)
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
 
   rensa::set_num_threads(o.threads);
   rensa::seed(0);
+#if defined(__x86_64__) && defined(__GNUC__)
+  // The same test the cpu backend makes for its LSTM cell kernels.
+  std::printf("lstm cell kernels: %s\n", __builtin_cpu_supports("avx2") ? "AVX2 (8 float lanes)" : "baseline (SSE2)");
+#endif
   LanguageModel model(vocab, embed, hidden, layers);
   rensa::optimizers::SGD optimizer(1.0);
   optimizer.setup(model);
