@@ -3,15 +3,9 @@
 // mn::functions::allgather, so a layer too wide for one process is spread over several. Every rank
 // sees the same batches (rank 0 reads them; create_multi_node_iterator broadcasts them).
 //   mpirun -n 2 build/release/examples/parallel_convolution --epoch 5
-#include <CLI/CLI.hpp>
-#include <chrono>
-#include <cmath>
-#include <iostream>
 #include <vector>
 
-#include "rensa/mn.h"
-#include "rensa/rensa.h"
-#include "rensa/training.h"
+#include "model_parallel_common.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -65,51 +59,31 @@ struct CNN : rensa::Chain {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN with channel-parallel convolutions on Fashion-MNIST"};
-  int64_t epoch = 20, batchsize = 100, unit = 64, limit = 0;
-  double timeout = -1;
-  std::string out = "result", dataset_dir;
-  app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
-  app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
-  app.add_option("-u,--unit", unit, "Channels of the split convolutions")->check(CLI::Range(1, 100000));
-  app.add_option("-o,--out", out, "Directory for the log");
-  app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
-  app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")
-      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
-  app.add_option("--timeout", timeout, "Seconds a rank may wait in one communication (0: never)")
-      ->check(CLI::Range(0.0, 1e9));
+  model_parallel::Flags f;
+  f.unit = 64;
+  model_parallel::add_flags(app, f, "Channels of the split convolutions");
   CLI11_PARSE(app, argc, argv);
 
-  rensa::mn::CommunicatorOptions options;
-  if (timeout >= 0) options.timeout = std::chrono::milliseconds(std::llround(timeout * 1000));
-  auto comm = rensa::mn::create_communicator("flat", argc, argv, options);
+  auto comm = model_parallel::communicator(f, argc, argv);
   rensa::seed(0);  // the layers that are not split start alike on every rank, and stay alike
 
   std::unique_ptr<rensa::iterators::Iterator> train_iter, test_iter;
   if (comm.rank() == 0) {
-    auto [train, test] =
-        dataset_dir.empty() ? rensa::datasets::get_fashion_mnist() : rensa::datasets::get_mnist(dataset_dir);
-    if (limit > 0) {
-      train = std::make_shared<rensa::datasets::SubDataset>(train, 0, std::min(limit, train->size()));
-      test = std::make_shared<rensa::datasets::SubDataset>(test, 0, std::min(limit, test->size()));
-    }
-    train_iter = std::make_unique<rensa::iterators::SerialIterator>(train, batchsize);
+    auto [train, test] = model_parallel::datasets(f);
+    train_iter = std::make_unique<rensa::iterators::SerialIterator>(train, f.batchsize);
     test_iter = std::make_unique<rensa::iterators::SerialIterator>(
-        test, batchsize, rensa::iterators::SerialIteratorOptions{.repeat = false, .shuffle = false});
+        test, f.batchsize, rensa::iterators::SerialIteratorOptions{.repeat = false, .shuffle = false});
   }
   train_iter = rensa::mn::create_multi_node_iterator(std::move(train_iter), comm);
   test_iter = rensa::mn::create_multi_node_iterator(std::move(test_iter), comm);
 
-  L::Classifier model(std::make_shared<CNN>(comm, unit));
+  L::Classifier model(std::make_shared<CNN>(comm, f.unit));
   rensa::optimizers::Adam optimizer;
   optimizer.setup(model);
   rensa::training::StandardUpdater updater(*train_iter, optimizer);
-  rensa::training::Trainer trainer(updater, {epoch, "epoch"}, out);
+  rensa::training::Trainer trainer(updater, {f.epoch, "epoch"}, f.out);
   trainer.extend(E::Evaluator(*test_iter, model));
-  if (comm.rank() == 0) {
-    trainer.extend(E::LogReport());
-    trainer.extend(E::PrintReport(
-        {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
-  }
+  if (comm.rank() == 0) model_parallel::extend_log(trainer);
   trainer.run();
   return 0;
 }
