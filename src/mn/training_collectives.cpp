@@ -1,0 +1,174 @@
+// CommunicatorImpl's collectives of training: bcast_data (parameters and persistent values from
+// rank 0), multi_node_mean_grad, the default packing of mean_grads, and the shared-memory reduction.
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "src/mn/communicator_helpers.h"
+#include "src/mn/communicator_impl.h"
+#include "src/mn/mpi_util.h"
+
+namespace rensa::mn::detail {
+namespace {
+
+std::string describe_array(const Array& a) {
+  std::ostringstream os;
+  os << a.shape() << " " << dtype_name(a.dtype());
+  return os.str();
+}
+
+}  // namespace
+
+// ---- training ----------------------------------------------------------------------------------------
+
+void CommunicatorImpl::bcast_data(Link& link) {
+  const auto params = link.namedparams(true);
+  const auto persistents = link.namedpersistents();
+  // The structure every rank must share, one line per entry.
+  std::string desc;
+  std::vector<Array> arrays;
+  for (const auto& [path, p] : params) {
+    const bool init = !p.array().is_null();
+    desc += "parameter " + path + " " + (init ? describe_array(p.array()) : std::string("(uninitialized)")) + "\n";
+    if (init) arrays.push_back(p.array());
+  }
+  for (const auto& [path, a] : persistents) {
+    const bool init = a != nullptr && !a->is_null();
+    desc += "persistent " + path + " " + (init ? describe_array(*a) : std::string("(null)")) + "\n";
+    if (init) arrays.push_back(*a);
+  }
+  std::size_t nbytes = 0;
+  for (const Array& a : arrays) nbytes += a.nbytes();
+  const Fingerprint fp{static_cast<int64_t>(OpCode::bcast_data),
+                       -1,
+                       static_cast<int64_t>(params.size() + persistents.size()),
+                       0,
+                       -1,
+                       &desc,
+                       "bcast_data",
+                       "parameters and persistent values"};
+  const bool check = checking_;
+  run_op(fg_, OpCode::bcast_data, nbytes, fp, check, [&] {
+    // The structure check is always on: a mismatch here would otherwise corrupt parameters silently.
+    if (!check) check_same_structure(fg_.world.get(), size_, desc, "bcast_data", "parameters and persistent values");
+    // One buffer per dtype, in order of first appearance.
+    std::vector<Dtype> dtypes;
+    for (const Array& a : arrays) {
+      if (std::find(dtypes.begin(), dtypes.end(), a.dtype()) == dtypes.end()) dtypes.push_back(a.dtype());
+    }
+    for (Dtype dtype : dtypes) {
+      int64_t total = 0;
+      for (const Array& a : arrays) total += a.dtype() == dtype ? a.size() : 0;
+      Array buf = Array::empty({total}, dtype);
+      const std::size_t isz = itemsize(dtype);
+      auto* base = static_cast<char*>(buf.raw_data());
+      if (rank_ == 0) {
+        int64_t off = 0;
+        for (const Array& a : arrays) {
+          if (a.dtype() != dtype) continue;
+          Array c = host_contiguous(a);
+          if (c.nbytes() > 0) std::memcpy(base + off * isz, c.raw_data(), c.nbytes());
+          off += a.size();
+        }
+      }
+      bcast_raw(fg_.world.get(), base, total * static_cast<int64_t>(isz), 0);
+      if (rank_ != 0) {
+        int64_t off = 0;
+        for (const Array& a : arrays) {
+          if (a.dtype() != dtype) continue;
+          a.assign(buf.slice(0, off, off + a.size()).reshape(a.shape()));
+          off += a.size();
+        }
+      }
+    }
+  });
+}
+
+void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
+  const auto params = link.namedparams(false);
+  std::vector<Array> grads;       // what is averaged (host, contiguous)
+  std::vector<Array> write_back;  // the gradient each staged copy goes back to (null: averaged in place)
+  std::string desc;
+  int64_t count = 0;
+  for (const auto& [path, p] : params) {
+    Variable g = p.grad();
+    if (g.is_null()) {
+      if (!zero_fill) continue;
+      p.set_grad(Variable(Array::zeros(p.shape(), p.dtype(), p.device())));
+      g = p.grad();
+    }
+    const Array& a = g.array();
+    RENSA_CHECK(is_floating(a.dtype()), DtypeError, "multi_node_mean_grad: gradient of ", path, " has dtype ",
+                dtype_name(a.dtype()), "; only floating gradients can be averaged");
+    desc += "gradient " + path + " " + describe_array(a) + "\n";
+    count += a.size();
+    if (a.device().is_host() && a.is_contiguous()) {
+      grads.push_back(a);
+      write_back.emplace_back();
+    } else {
+      grads.push_back(host_contiguous(a).copy());
+      write_back.push_back(a);
+    }
+  }
+  std::size_t nbytes = 0;
+  for (const Array& a : grads) nbytes += static_cast<std::size_t>(a.size()) * itemsize(wire_dtype(a.dtype()));
+  const Fingerprint fp{static_cast<int64_t>(OpCode::mean_grad),
+                       static_cast<int64_t>(options_.allreduce_grad_dtype),
+                       count,
+                       -1,
+                       static_cast<int64_t>(grads.size()),
+                       &desc,
+                       "multi_node_mean_grad",
+                       "gradients"};
+  run_op(fg_, OpCode::mean_grad, nbytes, fp, checking_, [&] { mean_grads(fg_, grads); });
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!write_back[i].is_null()) write_back[i].assign(grads[i]);
+  }
+  after_first_step();
+}
+
+void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads) {
+  const double scale = averages() ? 1.0 / size_ : 1.0;
+  std::vector<Dtype> wires;
+  for (const Array& g : grads) {
+    const Dtype w = wire_dtype(g.dtype());
+    if (std::find(wires.begin(), wires.end(), w) == wires.end()) wires.push_back(w);
+  }
+  for (Dtype wire : wires) {
+    int64_t total = 0;
+    for (const Array& g : grads) total += wire_dtype(g.dtype()) == wire ? g.size() : 0;
+    if (total == 0) continue;
+    const std::size_t isz = itemsize(wire);
+    const int64_t need = total * static_cast<int64_t>(isz);
+    if (ch.pack.is_null() || ch.pack.size() < need) ch.pack = Array::empty({need}, Dtype::uint8);
+    auto* base = static_cast<char*>(ch.pack.raw_data());
+    int64_t off = 0;
+    for (const Array& g : grads) {
+      if (wire_dtype(g.dtype()) != wire) continue;
+      pack(g, base + off * isz, wire, scale);
+      off += g.size();
+    }
+    for (int64_t o = 0; o < total; o += kMaxCount)
+      reduce_wire(ch, base + o * isz, std::min(kMaxCount, total - o), wire);
+    off = 0;
+    for (const Array& g : grads) {
+      if (wire_dtype(g.dtype()) != wire) continue;
+      unpack(base + off * isz, wire, g);
+      off += g.size();
+    }
+  }
+}
+
+bool CommunicatorImpl::shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
+  if (!options_.shared_memory || intra_size_ == 1) return false;
+  if (ch.shm_state == 0) {  // the first reduction on this channel: the same point on every rank of the host
+    auto shm = std::make_unique<ShmAllreduce>();
+    ch.shm_state = shm->init(ch.intra.get()) ? 1 : -1;
+    if (ch.shm_state == 1) ch.shm = std::move(shm);
+  }
+  if (ch.shm_state < 0) return false;
+  ch.shm->allreduce(in, out, n, dtype, op);
+  return true;
+}
+
+}  // namespace rensa::mn::detail
