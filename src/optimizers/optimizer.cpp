@@ -2,12 +2,20 @@
 // fused update rule the built-in optimizers share.
 #include "rensa/optimizers/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
+#include "rensa/core/config.h"
+#include "rensa/functions/basic_math.h"
+#include "rensa/functions/reduction.h"
 #include "src/optimizers/fused_rule.h"
 
 namespace rensa::optimizers {
 namespace {
+
+// Loss scaling's upper bound, Chainer's: the largest float16.
+constexpr double kLossScaleMax = 65504.0;
 
 std::string join_names(const std::map<std::string, double>& m) {
   std::ostringstream os;
@@ -33,6 +41,10 @@ void Optimizer::setup(Link& link) {
 void Optimizer::update() {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
   if (stage_ && !stage_->after_backward(*this)) return;
+  if (loss_scale_ && !unscale_gradients()) {
+    update_loss_scale();
+    return;
+  }
   for (const auto& hook : hooks_) (*hook)(*this);
   ++t_;
   // params() avoids building the path strings namedparams() would: update runs every iteration.
@@ -42,6 +54,7 @@ void Optimizer::update() {
     if (!slot) slot = create_update_rule();
     slot->update(param);
   }
+  if (loss_scale_) update_loss_scale();
 }
 
 void Optimizer::update(const std::function<Variable()>& loss_fn) {
@@ -57,6 +70,8 @@ void Optimizer::update(const std::function<Variable()>& loss_fn) {
     loss = forward();
   }
   target_->cleargrads();
+  // Loss scaling seeds backward with the scale instead of 1.
+  if (loss_scale_) loss.set_grad(Variable(Array::full(loss.shape(), *loss_scale_, loss.dtype(), loss.device())));
   if (stage_) {
     stage_->around_backward(*this, [&] { loss.backward(); });
   } else {
@@ -127,6 +142,52 @@ UpdateRule* Optimizer::rule(const Variable& param) {
   return nullptr;
 }
 
+void Optimizer::loss_scaling(int64_t interval, std::optional<double> scale) {
+  if (scale) {
+    RENSA_CHECK(*scale > 0 && std::isfinite(*scale), ValueError, optimizer_name_,
+                "::loss_scaling: the scale must be a positive number, got ", *scale);
+    loss_scale_ = *scale;
+    loss_scaling_dynamic_ = false;
+  } else {
+    RENSA_CHECK(interval >= 1, ValueError, optimizer_name_, "::loss_scaling: interval must be at least 1, got ",
+                interval);
+    loss_scale_ = 1.0;
+    loss_scaling_dynamic_ = true;
+    loss_scaling_multiplier_ = std::pow(2.0, 1.0 / static_cast<double>(interval));
+    loss_scaling_isnan_ever_ = false;
+  }
+  loss_scaling_isnan_ = false;
+}
+
+bool Optimizer::unscale_gradients() {
+  auto guard = no_backprop_mode();
+  const std::vector<Variable> params = target_->params(false);
+  loss_scaling_isnan_ = false;
+  if (loss_scaling_dynamic_) {
+    for (const Variable& p : params) {
+      const Variable g = p.grad();
+      if (g.is_null() || g.size() == 0) continue;
+      // A sum is inf or NaN when any element is (the reduction accumulates in double).
+      if (!std::isfinite(functions::sum(g).array().item<double>())) {
+        loss_scaling_isnan_ = loss_scaling_isnan_ever_ = true;
+        return false;
+      }
+    }
+  }
+  const double inverse = 1.0 / *loss_scale_;
+  for (const Variable& p : params) {
+    const Variable g = p.grad();
+    if (!g.is_null()) g.array().assign(functions::mul(g, inverse).array());
+  }
+  return true;
+}
+
+void Optimizer::update_loss_scale() {
+  if (!loss_scaling_dynamic_) return;
+  const double multiplier = loss_scaling_isnan_ ? 0.5 : loss_scaling_isnan_ever_ ? loss_scaling_multiplier_ : 2.0;
+  loss_scale_ = std::clamp(*loss_scale_ * multiplier, 1.0, kLossScaleMax);
+}
+
 void Optimizer::serialize(serializers::Serializer& s) {
   s.scalar("t", t_);
   s.scalar("epoch", epoch_);
@@ -137,6 +198,13 @@ void Optimizer::serialize(serializers::Serializer& s) {
     hs.scalar(name, value);
   }
   if (target_ != nullptr) serialize_rules(s);
+  serializers::Serializer& ls = s.child("loss_scaling");
+  if (loss_scale_ && (!s.is_loading() || ls.contains("scale"))) {
+    double scale = *loss_scale_;
+    ls.scalar("scale", scale);
+    ls.scalar("isnan_ever", loss_scaling_isnan_ever_);
+    loss_scale_ = scale;
+  }
   if (stage_) stage_->serialize(*this, s);
 }
 

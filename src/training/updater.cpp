@@ -69,6 +69,7 @@ StandardUpdater::StandardUpdater(std::map<std::string, iterators::Iterator*> ite
     RENSA_CHECK(opt != nullptr, ValueError, "StandardUpdater: optimizer '", name, "' is null");
     RENSA_CHECK(opt->target() != nullptr, ValueError, "StandardUpdater: optimizer '", name,
                 "' has no target link (call setup(link) first)");
+    if (options.loss_scale) opt->set_loss_scale(*options.loss_scale);
   }
   if (converter_ == nullptr) {
     converter_ = [](const iterators::Batch& batch, Device device) { return datasets::concat_examples(batch, device); };

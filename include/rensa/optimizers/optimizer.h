@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -64,8 +65,9 @@ class Optimizer {
   Link* target() const { return target_; }
 
   /// Updates every parameter from its current gradient: the stage's after_backward (which may skip
-  /// the step), hooks, then t is incremented and each initialized parameter with a gradient goes
-  /// through its rule (parameters without a gradient are left alone). ValueError before setup().
+  /// the step), loss scaling's unscale and check (which may skip it too), hooks, then t is
+  /// incremented and each initialized parameter with a gradient goes through its rule (parameters
+  /// without a gradient are left alone). ValueError before setup().
   void update();
   /// Computes the loss with `loss_fn`, clears gradients, backpropagates, then update(); a stage
   /// sees the forward and the backward (OptimizerStage). ValueError for a null loss.
@@ -102,9 +104,26 @@ class Optimizer {
   UpdateRule* rule(const Variable& param);
 
   /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
-  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"), then the stage's
-  /// state.
+  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"), the loss scaling
+  /// state when loss scaling is on (child "loss_scaling"), then the stage's state.
   void serialize(serializers::Serializer& s);
+
+  /// Loss scaling (Chainer's Optimizer.loss_scaling), for 16-bit gradients that would underflow:
+  /// update(loss_fn) seeds backward with the scale instead of 1, and update() divides every
+  /// gradient by it before the hooks and rules. `scale` set: a static scale (ValueError unless
+  /// positive). `scale` unset: Chainer's dynamic rule, starting at 1: after each update the scale
+  /// doubles until the first step with an inf or NaN gradient, then grows by 2^(1/interval) per good
+  /// step; a step with an inf or NaN gradient is skipped (no hooks, no rules, t unchanged) and halves
+  /// the scale; the scale stays within [1, 65504]. ValueError unless interval >= 1. Under a
+  /// multi-node stage the check runs on the averaged gradients, so every rank decides alike.
+  void loss_scaling(int64_t interval = 1000, std::optional<double> scale = std::nullopt);
+  /// loss_scaling with a static scale (StandardUpdater's loss_scale).
+  void set_loss_scale(double scale) { loss_scaling(1000, scale); }
+  /// The current scale, or unset when loss scaling is off.
+  std::optional<double> loss_scale() const { return loss_scale_; }
+  /// False when the last update() found an inf or NaN gradient under dynamic loss scaling (and so
+  /// skipped the step).
+  bool is_safe_to_update() const { return !loss_scaling_isnan_; }
 
   /// Installs `stage` (null removes the current one, which is then destroyed). On an optimizer set
   /// up already, the stage's on_setup runs now. ValueError when a stage is installed already.
@@ -130,8 +149,16 @@ class Optimizer {
  private:
   void serialize_rules(serializers::Serializer& s);
 
+  // Divides the gradients by the loss scale; under the dynamic rule first checks them, and returns
+  // false (the step is skipped) when one is not finite.
+  bool unscale_gradients();
+  void update_loss_scale();
+
   std::vector<std::shared_ptr<OptimizerHook>> hooks_;
   std::map<VariableId, std::unique_ptr<UpdateRule>> rules_;
+  std::optional<double> loss_scale_;
+  bool loss_scaling_dynamic_ = false, loss_scaling_isnan_ = false, loss_scaling_isnan_ever_ = false;
+  double loss_scaling_multiplier_ = 2.0;
   std::unique_ptr<OptimizerStage> stage_;
 };
 

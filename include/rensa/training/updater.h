@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct StandardUpdaterOptions {
   /// The loss of the converted columns; null means the main optimizer's target link called with
   /// all the columns: target->forward(std::vector<Variable>{x, t, ...}).
   LossFunction loss_func = nullptr;
+  /// A static loss scale set on every optimizer (Chainer's loss_scale; Optimizer::loss_scaling);
+  /// unset leaves the optimizers' loss scaling as it is. ValueError unless positive.
+  std::optional<double> loss_scale = std::nullopt;
 };
 
 /// The standard step (Chainer's StandardUpdater): take the next batch of the main iterator,

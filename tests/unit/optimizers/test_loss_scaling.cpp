@@ -1,0 +1,140 @@
+// Loss scaling (Chainer's Optimizer.loss_scaling): a static scale changes nothing but the scale of
+// backward's seed; the dynamic rule doubles the scale, skips a step with an inf or NaN gradient and
+// halves it, then grows by 2^(1/interval); hooks see unscaled gradients; the state is saved.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "rensa/rensa.h"
+#include "rensa/training.h"
+#include "tests/unit/test_util.h"
+
+namespace rensa {
+namespace {
+
+namespace F = functions;
+using test::expect_error;
+
+struct Model : Link {
+  Variable W;
+  Model() { W = add_param("W", Array::from_vector<double>({0.5, -1.0, 2.0})); }
+};
+
+// sum(W * x): the gradient of W is x.
+Variable loss_of(Model& m, const std::vector<double>& x) {
+  return F::sum(F::mul(m.W, Variable(Array::from_vector<double>(x))));
+}
+
+TEST(LossScaling, StaticScaleGivesTheSameUpdate) {
+  Model a, b;
+  optimizers::SGD plain(0.1), scaled(0.1);
+  plain.setup(a);
+  scaled.setup(b);
+  scaled.set_loss_scale(1024.0);
+  for (int step = 0; step < 3; ++step) {
+    plain.update([&] { return loss_of(a, {1.0, 2.0, -3.0}); });
+    scaled.update([&] { return loss_of(b, {1.0, 2.0, -3.0}); });
+  }
+  EXPECT_EQ(a.W.array().to_vector<double>(), b.W.array().to_vector<double>());
+  EXPECT_EQ(b.W.grad().array().to_vector<double>(), (std::vector<double>{1.0, 2.0, -3.0}));  // unscaled
+  EXPECT_EQ(scaled.loss_scale(), 1024.0);
+  EXPECT_EQ(scaled.t(), 3);
+}
+
+TEST(LossScaling, DynamicRuleSkipsAndRescales) {
+  Model m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.loss_scaling(4);
+  EXPECT_EQ(opt.loss_scale(), 1.0);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int step = 0; step < 3; ++step) opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  EXPECT_EQ(opt.loss_scale(), 8.0);  // doubled after each good step
+  EXPECT_TRUE(opt.is_safe_to_update());
+  const std::vector<double> before = m.W.array().to_vector<double>();
+  // A forced overflow: the step is skipped and the scale halves.
+  opt.update([&] { return loss_of(m, {1.0, inf, 1.0}); });
+  EXPECT_FALSE(opt.is_safe_to_update());
+  EXPECT_EQ(m.W.array().to_vector<double>(), before);
+  EXPECT_EQ(opt.t(), 3);
+  EXPECT_EQ(opt.loss_scale(), 4.0);
+  // After an overflow the scale grows by 2^(1/interval) per good step.
+  opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  EXPECT_TRUE(opt.is_safe_to_update());
+  EXPECT_NEAR(*opt.loss_scale(), 4.0 * std::pow(2.0, 0.25), 1e-12);
+  EXPECT_EQ(opt.t(), 4);
+  // NaN too; the scale never goes below 1.
+  for (int step = 0; step < 5; ++step) opt.update([&] { return loss_of(m, {std::nan(""), 1.0, 1.0}); });
+  EXPECT_EQ(opt.loss_scale(), 1.0);
+}
+
+TEST(LossScaling, ScaleStaysBelowTheLargestFloat16) {
+  Model m;
+  optimizers::SGD opt(0.0);
+  opt.setup(m);
+  opt.loss_scaling();
+  for (int step = 0; step < 20; ++step) opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  EXPECT_EQ(opt.loss_scale(), 65504.0);
+}
+
+struct RecordGrad : optimizers::OptimizerHook {
+  const char* name() const override { return "record_grad"; }
+  void operator()(optimizers::Optimizer& o) override {
+    for (const Variable& p : o.target()->params()) seen = p.grad().array().to_vector<double>();
+  }
+  std::vector<double> seen;
+};
+
+TEST(LossScaling, HooksSeeUnscaledGradients) {
+  Model m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  auto hook = std::make_shared<RecordGrad>();
+  opt.add_hook(hook);
+  opt.set_loss_scale(256.0);
+  opt.update([&] { return loss_of(m, {1.0, -2.0, 0.5}); });
+  EXPECT_EQ(hook->seen, (std::vector<double>{1.0, -2.0, 0.5}));
+}
+
+TEST(LossScaling, StateIsSaved) {
+  Model m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.loss_scaling(10);
+  opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  opt.update([&] { return loss_of(m, {1.0, std::nan(""), 1.0}); });
+  serializers::DictionarySerializer s;
+  opt.serialize(s);
+  Model m2;
+  optimizers::SGD again(0.1);
+  again.setup(m2);
+  again.loss_scaling(10);
+  serializers::DictionaryDeserializer d(s.target(), "the saved optimizer");
+  again.serialize(d);
+  EXPECT_EQ(again.loss_scale(), opt.loss_scale());
+  // Both continue alike: isnan_ever came back too (growth by 2^(1/10), not 2).
+  opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  again.update([&] { return loss_of(m2, {1.0, 1.0, 1.0}); });
+  EXPECT_EQ(again.loss_scale(), opt.loss_scale());
+}
+
+TEST(LossScaling, BadArgumentsAndTheUpdaterOption) {
+  Model m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  expect_error<ValueError>([&] { opt.loss_scaling(0); }, {"SGD", "interval", "0"});
+  expect_error<ValueError>([&] { opt.set_loss_scale(-1.0); }, {"SGD", "positive", "-1"});
+  expect_error<ValueError>([&] { opt.set_loss_scale(std::nan("")); }, {"SGD", "positive"});
+  EXPECT_FALSE(opt.loss_scale().has_value());
+  auto data = std::make_shared<datasets::TupleDataset>(std::vector<Array>{Array::zeros({4, 3}, Dtype::float64)});
+  iterators::SerialIterator it(data, 2);
+  training::StandardUpdater updater(it, opt, {.loss_scale = 128.0});
+  EXPECT_EQ(opt.loss_scale(), 128.0);
+  expect_error<ValueError>([&] { training::StandardUpdater(it, opt, {.loss_scale = 0.0}); }, {"positive"});
+}
+
+}  // namespace
+}  // namespace rensa
