@@ -54,11 +54,12 @@ Variable StatelessGRU::forward(const Variable& h, const Variable& x) {
 // ---- StatefulGRU ---------------------------------------------------------------------------------
 
 StatefulGRU::StatefulGRU(int64_t in_size, int64_t out_size, GRUOptions options)
-    : GRUBase("StatefulGRU", in_size, out_size, options) {
+    : WithHiddenState("StatefulGRU", in_size, out_size, options) {
   RENSA_CHECK(in_size >= 0, ValueError, "StatefulGRU: in_size must be non-negative, got ", in_size);
 }
 
-StatefulGRU::StatefulGRU(int64_t out_size, GRUOptions options) : GRUBase("StatefulGRU", -1, out_size, options) {}
+StatefulGRU::StatefulGRU(int64_t out_size, GRUOptions options)
+    : WithHiddenState("StatefulGRU", -1, out_size, options) {}
 
 Variable StatefulGRU::forward(const Variable& x) {
   detail::check_input(link_, x, in_size());
@@ -74,26 +75,6 @@ Variable StatefulGRU::forward(const Variable& x) {
   h_bar = F::tanh(h_bar);
   h_ = h_.is_null() ? F::mul(z, h_bar) : F::add(F::mul(z, h_bar), F::mul(F::rsub(z, 1.0), h_));
   return h_;
-}
-
-void StatefulGRU::set_state(const Variable& h) {
-  RENSA_CHECK(!h.is_null() && h.ndim() == 2 && h.shape()[1] == state_size_, ShapeError, link_,
-              "::set_state: h must be (B, ", state_size_, "), got ", h.is_null() ? Shape() : h.shape());
-  h_ = h.device() == device_ ? h : Variable(h.array().to(device_));
-}
-
-void StatefulGRU::reset_state() {
-  h_ = Variable();
-}
-
-void StatefulGRU::serialize(serializers::Serializer& s) {
-  Chain::serialize(s);
-  detail::serialize_state(s, "h", h_, device_);
-}
-
-void StatefulGRU::to_device(Device device) {
-  Chain::to_device(device);
-  if (!h_.is_null() && h_.device() != device) h_ = Variable(h_.array().to(device));
 }
 
 }  // namespace rensa::links

@@ -31,37 +31,7 @@ Variable zeros_like_state(int64_t rows, int64_t units, const Variable& x) {
   return Variable(Array::zeros({rows, units}, x.dtype(), x.device()));
 }
 
-void move_state(Variable& v, Device device) {
-  if (!v.is_null() && v.device() != device) v = Variable(v.array().to(device));
-}
-
 }  // namespace
-
-// ---- the stateful links' (c, h) ------------------------------------------------------------------
-
-namespace detail {
-
-void serialize_cell_state(serializers::Serializer& s, Variable& c, Variable& h, Device device) {
-  serialize_state(s, "c", c, device);
-  serialize_state(s, "h", h, device);
-}
-
-void move_cell_state(Variable& c, Variable& h, Device device) {
-  move_state(c, device);
-  move_state(h, device);
-}
-
-void set_cell_state(const char* link, int64_t units, Device device, const Variable& c, const Variable& h,
-                    Variable& c_out, Variable& h_out) {
-  RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, link, "::set_state: c and h must both be set");
-  RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == units, ShapeError, link, "::set_state: c ",
-              c.shape(), " and h ", h.shape(), " must both be (B, ", units, ")");
-  c_out = c;
-  h_out = h;
-  move_cell_state(c_out, h_out, device);
-}
-
-}  // namespace detail
 
 // ---- LSTMBase ------------------------------------------------------------------------------------
 

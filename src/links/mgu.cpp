@@ -36,7 +36,7 @@ StatelessMGU::StatelessMGU(int64_t in_size, int64_t out_size, MGUOptions options
     : MGUBase("StatelessMGU", in_size, out_size, options) {}
 
 StatefulMGU::StatefulMGU(int64_t in_size, int64_t out_size, MGUOptions options)
-    : MGUBase("StatefulMGU", in_size, out_size, options) {}
+    : WithHiddenState("StatefulMGU", in_size, out_size, options) {}
 
 Variable StatefulMGU::forward(const Variable& x) {
   detail::check_input(link_, x, -1);
@@ -44,26 +44,6 @@ Variable StatefulMGU::forward(const Variable& x) {
   if (h.is_null()) h = Variable(Array::zeros({x.shape()[0], state_size()}, x.dtype(), x.device()));
   h_ = step(h, x);
   return h_;
-}
-
-void StatefulMGU::set_state(const Variable& h) {
-  RENSA_CHECK(!h.is_null() && h.ndim() == 2 && h.shape()[1] == state_size(), ShapeError, link_,
-              "::set_state: h must be (B, ", state_size(), "), got ", h.is_null() ? Shape() : h.shape());
-  h_ = h.device() == device_ ? h : Variable(h.array().to(device_));
-}
-
-void StatefulMGU::reset_state() {
-  h_ = Variable();
-}
-
-void StatefulMGU::serialize(serializers::Serializer& s) {
-  Chain::serialize(s);
-  detail::serialize_state(s, "h", h_, device_);
-}
-
-void StatefulMGU::to_device(Device device) {
-  Chain::to_device(device);
-  if (!h_.is_null() && h_.device() != device) h_ = Variable(h_.array().to(device));
 }
 
 }  // namespace rensa::links

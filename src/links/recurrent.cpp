@@ -32,6 +32,21 @@ void check_state(const char* link, const char* name, const Variable& state, int6
               " ", state.shape(), " does not fit x ", x.shape(), " (expected (", rows, ", ", units, "))");
 }
 
+void move_state(Variable& state, Device device) {
+  if (!state.is_null() && state.device() != device) state = Variable(state.array().to(device));
+}
+
+void check_hidden_state(const char* link, int64_t units, const Variable& h) {
+  RENSA_CHECK(!h.is_null() && h.ndim() == 2 && h.shape()[1] == units, ShapeError, link,
+              "::set_state: h must be (B, ", units, "), got ", h.is_null() ? Shape() : h.shape());
+}
+
+void check_cell_state(const char* link, int64_t units, const Variable& c, const Variable& h) {
+  RENSA_CHECK(!c.is_null() && !h.is_null(), ValueError, link, "::set_state: c and h must both be set");
+  RENSA_CHECK(c.ndim() == 2 && c.shape() == h.shape() && c.shape()[1] == units, ShapeError, link, "::set_state: c ",
+              c.shape(), " and h ", h.shape(), " must both be (B, ", units, ")");
+}
+
 void serialize_state(serializers::Serializer& s, const char* key, Variable& state, Device device) {
   if (!s.is_loading()) {
     if (!state.is_null()) {

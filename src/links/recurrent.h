@@ -8,6 +8,7 @@
 
 #include "rensa/core/variable.h"
 #include "rensa/links/linear.h"
+#include "rensa/links/recurrent_state.h"
 #include "rensa/serializers/serializer.h"
 
 namespace rensa::links::detail {
@@ -35,11 +36,6 @@ void check_input(const char* link, const Variable& x, int64_t in_size, const cha
 /// ShapeError unless `state` is (rows, units), naming the link, the state and x.
 void check_state(const char* link, const char* name, const Variable& state, int64_t rows, int64_t units,
                  const Variable& x);
-
-/// Saves `state` under `key` when it is set; loading adopts the stored array as a new state on
-/// `device` (no graph), and clears the state when the key is absent (a snapshot of a reset link,
-/// or a file written by Chainer, which does not save states).
-void serialize_state(serializers::Serializer& s, const char* key, Variable& state, Device device);
 
 /// The product of x's axes after the first.
 int64_t row_size(const Variable& x);

@@ -15,6 +15,7 @@
 #include "rensa/links/initializers.h"
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
+#include "rensa/links/recurrent_state.h"
 
 namespace rensa::links {
 
@@ -71,7 +72,7 @@ class StatelessGRU : public GRUBase {
 
 /// A stateful GRU: forward(x) updates h and returns it. The first call (h unset) is
 /// h' = sigmoid(W_z x) tanh(W x), as Chainer's (no U terms); later calls' batch must equal h's.
-class StatefulGRU : public GRUBase {
+class StatefulGRU : public detail::WithHiddenState<GRUBase> {
  public:
   StatefulGRU(int64_t in_size, int64_t out_size, GRUOptions options = {});
   /// in_size inferred from the first input.
@@ -80,15 +81,7 @@ class StatefulGRU : public GRUBase {
   Variable forward(const Variable& x) override;
   using Link::forward;
   /// Sets h ((B, H); ShapeError otherwise).
-  void set_state(const Variable& h);
-  void reset_state();
-  const Variable& h() const { return h_; }
-
-  void serialize(serializers::Serializer& s) override;
-  void to_device(Device device) override;
-
- private:
-  Variable h_;
+  void set_state(const Variable& h) { set_hidden_state(link_, state_size(), h); }
 };
 
 /// Chainer's L.GRU is StatefulGRU.

@@ -20,6 +20,7 @@
 #include "rensa/links/initializers.h"
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
+#include "rensa/links/recurrent_state.h"
 
 namespace rensa::links {
 
@@ -87,46 +88,6 @@ class StatelessLSTM : public LSTMBase {
   using Link::forward;
 };
 
-namespace detail {
-void serialize_cell_state(serializers::Serializer& s, Variable& c, Variable& h, Device device);
-void move_cell_state(Variable& c, Variable& h, Device device);
-void set_cell_state(const char* link, int64_t units, Device device, const Variable& c, const Variable& h,
-                    Variable& c_out, Variable& h_out);
-
-/// The (c, h) state a stateful LSTM link keeps between calls, on top of its Base link (see the
-/// file comment): reset_state(), the accessors, serialize() and to_device() for all of them.
-template <class Base>
-class WithCellState : public Base {
- public:
-  using Base::Base;
-  /// Clears c and h (the next call starts afresh).
-  void reset_state() { c_ = h_ = Variable(); }
-  /// The cell state, null before the first call or after reset_state().
-  const Variable& c() const { return c_; }
-  /// The output of the last call (for LSTM, rows past the last batch kept from earlier calls), or
-  /// null.
-  const Variable& h() const { return h_; }
-  /// Parameters, then the states "c" and "h" when set.
-  void serialize(serializers::Serializer& s) override {
-    Base::serialize(s);
-    serialize_cell_state(s, c_, h_, this->device());
-  }
-  /// Moves the states too.
-  void to_device(Device device) override {
-    Base::to_device(device);
-    move_cell_state(c_, h_, device);
-  }
-
- protected:
-  /// set_state of link `link` with `units` units: c and h both (B, units) (ValueError when one is
-  /// null, ShapeError otherwise), moved to the link's device.
-  void set_cell_state(const char* link, int64_t units, const Variable& c, const Variable& h) {
-    detail::set_cell_state(link, units, this->device(), c, h, c_, h_);
-  }
-
-  Variable c_, h_;
-};
-}  // namespace detail
 
 /// A stateful LSTM layer: forward(x) updates the states c and h and returns h. The first call
 /// starts from c = 0 and no lateral term. Batches may shrink from call to call (sequences sorted by

@@ -13,6 +13,7 @@
 
 #include "rensa/links/linear.h"
 #include "rensa/links/link.h"
+#include "rensa/links/recurrent_state.h"
 
 namespace rensa::links {
 
@@ -54,21 +55,13 @@ class StatelessMGU : public MGUBase {
 };
 
 /// A stateful MGU: forward(x) updates h (zeros of x's dtype at the first call) and returns it.
-class StatefulMGU : public MGUBase {
+class StatefulMGU : public detail::WithHiddenState<MGUBase> {
  public:
   StatefulMGU(int64_t in_size, int64_t out_size, MGUOptions options = {});
   Variable forward(const Variable& x) override;
   using Link::forward;
   /// Sets h ((B, H); ShapeError otherwise).
-  void set_state(const Variable& h);
-  void reset_state();
-  const Variable& h() const { return h_; }
-
-  void serialize(serializers::Serializer& s) override;
-  void to_device(Device device) override;
-
- private:
-  Variable h_;
+  void set_state(const Variable& h) { set_hidden_state(link_, state_size(), h); }
 };
 
 }  // namespace rensa::links
