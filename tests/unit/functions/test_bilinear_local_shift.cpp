@@ -2,6 +2,7 @@
 // float32, the only dtype Chainer's takes), conformance, relations to convolution_2d, and errors.
 #include <vector>
 
+#include "tests/unit/functions/chainer_inputs.h"
 #include "tests/unit/functions/conformance.h"
 #include "tests/unit/test_util.h"
 
@@ -14,14 +15,8 @@ using rensa::test::unary_fn;
 
 namespace {
 
-// Chainer's values below were computed on these inputs: ((37 i + off) mod 1009) / 504.5 - 1.
-Array seq(const Shape& shape, int64_t off = 0) {
-  std::vector<double> v(static_cast<std::size_t>(shape.numel()));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    v[i] = static_cast<double>((static_cast<int64_t>(i) * 37 + off) % 1009) / 504.5 - 1.0;
-  }
-  return Array::from_vector(v, shape);
-}
+// Chainer's values below were computed on seq's inputs (chainer_inputs.h).
+using rensa::test::seq;
 
 void expect_values(const Variable& y, const Shape& shape, const std::vector<double>& expected) {
   ASSERT_EQ(y.shape(), shape);
