@@ -153,12 +153,12 @@ struct NodeBuilder {
 /// Wraps forward results as output variables and, when backprop is enabled and some input requires
 /// grad, records `backward` (a callable taking `const BackwardContext&` and returning one Variable
 /// per input, null where no gradient is needed). With `retain_outputs`, backward can read the
-/// outputs through ctx.output(i) without keeping them alive in a cycle.
+/// outputs through ctx.output(i) without keeping them alive in a cycle. `inputs`: a vector or span
+/// of Variables, so the number of inputs may be known only at run time.
 template <class F>
-std::vector<Variable> record(const char* label, std::initializer_list<Variable> inputs, std::vector<Array> outputs,
+std::vector<Variable> record(const char* label, std::span<const Variable> inputs, std::vector<Array> outputs,
                              F&& backward, bool retain_outputs = false) {
-  std::span<const Variable> in(inputs.begin(), inputs.size());
-  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) {
+  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
     std::vector<Variable> out;
     out.reserve(outputs.size());
     for (auto& a : outputs) out.emplace_back(std::move(a));
@@ -166,19 +166,15 @@ std::vector<Variable> record(const char* label, std::initializer_list<Variable> 
   }
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
-  return detail::NodeBuilder::connect(std::move(node), in, std::move(outputs), retain_outputs);
+  return detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
 }
 
-/// record() for a runtime number of inputs (a vector or a span of Variables).
+/// record() for inputs written as a list: `{x, W, b}`.
 template <class F>
-std::vector<Variable> record(const char* label, std::span<const Variable> inputs, std::vector<Array> outputs,
+std::vector<Variable> record(const char* label, std::initializer_list<Variable> inputs, std::vector<Array> outputs,
                              F&& backward, bool retain_outputs = false) {
-  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
-    return std::vector<Variable>(outputs.begin(), outputs.end());
-  }
-  using Node = detail::LambdaNode<std::decay_t<F>>;
-  auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
-  return detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
+  return record(label, std::span<const Variable>(inputs.begin(), inputs.size()), std::move(outputs),
+                std::forward<F>(backward), retain_outputs);
 }
 
 /// record() for a function with one output.
