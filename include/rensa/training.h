@@ -26,6 +26,7 @@
 #include "rensa/links/local_convolution_2d.h"
 #include "rensa/links/lstm.h"
 #include "rensa/links/mgu.h"
+#include "rensa/links/mixed_precision.h"
 #include "rensa/links/mlp_convolution_2d.h"
 #include "rensa/links/n_step_rnn.h"
 #include "rensa/links/negative_sampling.h"

@@ -20,6 +20,19 @@ T value_as(std::string_view key, const ConfigValue& v) {
 const Config& config() { return tls_config ? *tls_config : process_config(); }
 Config& global_config() { return process_config(); }
 
+Dtype get_dtype(std::optional<Dtype> dtype) {
+  const Dtype d = dtype.value_or(config().dtype);
+  return is_mixed(d) ? Dtype::float32 : d;
+}
+
+std::optional<Dtype> mixed_compute_dtype() {
+  switch (config().dtype) {
+    case Dtype::mixed16: return Dtype::float16;
+    case Dtype::mixed_bf16: return Dtype::bfloat16;
+    default: return std::nullopt;
+  }
+}
+
 ConfigGuard::ConfigGuard(const Config& cfg) : cfg_(cfg), prev_(tls_config) { tls_config = &cfg_; }
 ConfigGuard::~ConfigGuard() { tls_config = prev_; }
 

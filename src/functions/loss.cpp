@@ -60,6 +60,8 @@ Variable grad_coefficient(Reduce reduce, const Variable& gy, const Array& diviso
 Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore_label, std::string_view reduce) {
   constexpr const char* op = "softmax_cross_entropy";
   detail::check_floating(op, x);
+  // Losses of 16-bit inputs are computed and returned in float32 (docs/mixed_precision.md).
+  if (detail::is_half(x.dtype())) return softmax_cross_entropy(cast(x, Dtype::float32), t, ignore_label, reduce);
   check_labels(op, x, t);
   const Reduce mode = parse_reduce(op, reduce);
   const Shape& xs = x.shape();
@@ -158,6 +160,7 @@ Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore
 Variable sigmoid_cross_entropy(const Variable& x, const Array& t, std::string_view reduce) {
   constexpr const char* op = "sigmoid_cross_entropy";
   detail::check_floating(op, x);
+  if (detail::is_half(x.dtype())) return sigmoid_cross_entropy(cast(x, Dtype::float32), t, reduce);
   check_labels(op, x, t);
   const Reduce mode = parse_reduce(op, reduce);
   RENSA_CHECK(x.shape() == t.shape(), ShapeError, op, ": x ", x.shape(), " and t ", t.shape(),
@@ -191,6 +194,7 @@ Variable mean_squared_error(const Variable& a, const Variable& b) {
   RENSA_CHECK(a.shape() == b.shape(), ShapeError, op, ": a ", a.shape(), " and b ", b.shape(),
               " must have the same shape");
   detail::check_same_dtype_device(op, {&a, &b});
+  if (detail::is_half(a.dtype())) return mean_squared_error(cast(a, Dtype::float32), cast(b, Dtype::float32));
   return mean(square(sub(a, b)));
 }
 

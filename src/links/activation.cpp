@@ -9,14 +9,14 @@ namespace rensa::links {
 namespace F = rensa::functions;
 
 PReLU::PReLU(const Shape& shape, double init) {
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, "PReLU: parameters need a floating dtype, the config's is ", dtype);
   W_ = add_param("W", Array::full(shape, init, dtype, device_));
 }
 
 Variable PReLU::forward(const Variable& x) { return F::prelu(x, W_); }
 
-Swish::Swish(std::optional<Shape> beta_shape, double beta_init) : beta_init_(beta_init), dtype_(config().dtype) {
+Swish::Swish(std::optional<Shape> beta_shape, double beta_init) : beta_init_(beta_init), dtype_(get_dtype()) {
   RENSA_CHECK(is_floating(dtype_), DtypeError, "Swish: parameters need a floating dtype, the config's is ", dtype_);
   beta_ = add_param("beta", dtype_);
   if (beta_shape) beta_.set_array(Array::full(*beta_shape, beta_init_, dtype_, device_));

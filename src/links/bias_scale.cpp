@@ -11,7 +11,7 @@ namespace F = rensa::functions;
 namespace {
 
 Array filled(const Shape& shape, double value, Device device) {
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, "Bias/Scale: parameters need a floating dtype, the config's is ", dtype);
   return Array::full(shape, value, dtype, device);
 }

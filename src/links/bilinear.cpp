@@ -13,7 +13,7 @@ namespace rensa::links {
 Bilinear::Bilinear(int64_t left_size, int64_t right_size, int64_t out_size, BilinearOptions options) {
   RENSA_CHECK(left_size >= 1 && right_size >= 1 && out_size >= 1, ValueError,
               "Bilinear: sizes must be at least 1, got left ", left_size, " right ", right_size, " out ", out_size);
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, "Bilinear: parameters need a floating dtype, the config's is ", dtype);
   std::optional<Generator> own;
   if (options.seed) own.emplace(*options.seed);

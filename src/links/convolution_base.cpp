@@ -11,7 +11,7 @@ namespace rensa::links::detail {
 
 WeightBiasLink::WeightBiasLink(const char* name, WeightInit init,
                                std::shared_ptr<const initializers::Initializer> default_W)
-    : name_(name), init_(std::move(init)), dtype_(config().dtype) {
+    : name_(name), init_(std::move(init)), dtype_(get_dtype()) {
   RENSA_CHECK(is_floating(dtype_), DtypeError, name_, ": parameters need a floating dtype, the config's is ", dtype_);
   if (init_.seed) gen_.emplace(*init_.seed);
   if (!init_.initialW) init_.initialW = std::move(default_W);

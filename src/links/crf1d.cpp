@@ -71,7 +71,7 @@ std::vector<int64_t> lengths_of(const std::vector<Variable>& xs) {
 
 CRF1d::CRF1d(int64_t n_label, CRF1dOptions options) {
   RENSA_CHECK(n_label >= 1, ValueError, "CRF1d: n_label must be at least 1, got ", n_label);
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, "CRF1d: parameters need a floating dtype, the config's is ", dtype);
   Array cost = Array::zeros({n_label, n_label}, dtype, device_);
   if (options.initial_cost) {

@@ -57,7 +57,7 @@ std::string BinaryTree::to_string() const {
 BinaryHierarchicalSoftmax::BinaryHierarchicalSoftmax(int64_t in_size, const BinaryTree& tree,
                                                      BinaryHierarchicalSoftmaxOptions options) {
   RENSA_CHECK(in_size >= 1, ValueError, kLink, ": in_size must be at least 1, got ", in_size);
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, kLink, ": parameters need a floating dtype, the config's is ", dtype);
   Parser parser;
   parser.parse(tree);

@@ -7,6 +7,7 @@
 #include "rensa/core/config.h"
 #include "rensa/core/error.h"
 #include "rensa/functions/linalg.h"
+#include "rensa/links/mixed_precision.h"
 
 namespace rensa::links {
 
@@ -17,7 +18,7 @@ Linear::Linear(int64_t in_size, int64_t out_size, LinearOptions options) : Linea
 }
 
 Linear::Linear(int64_t out_size, LinearOptions options)
-    : out_size_(out_size), dtype_(config().dtype), initialW_(std::move(options.initialW)) {
+    : out_size_(out_size), dtype_(get_dtype()), initialW_(std::move(options.initialW)) {
   RENSA_CHECK(out_size >= 0, ValueError, "Linear: out_size must be non-negative, got ", out_size);
   RENSA_CHECK(is_floating(dtype_), DtypeError, "Linear: parameters need a floating dtype, the config's is ",
               dtype_);
@@ -55,7 +56,7 @@ void Linear::ensure_initialized(const Variable& x) {
 
 Variable Linear::forward(const Variable& x) {
   ensure_initialized(x);
-  return functions::linear(x, W_, b_);
+  return functions::linear(mixed_cast(x), mixed_cast(W_), mixed_cast(b_));
 }
 
 }  // namespace rensa::links

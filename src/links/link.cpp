@@ -65,7 +65,7 @@ Variable Link::add_param(const std::string& name, Array init) {
   check_new_name("Link::add_param", name);
   RENSA_CHECK(init.is_null() || is_floating(init.dtype()), DtypeError, "Link::add_param: parameter '", name,
               "' must have a floating dtype, got ", init.dtype());
-  if (init.is_null()) return add_param(name, config().dtype);
+  if (init.is_null()) return add_param(name, get_dtype());
   Variable v(std::move(init), true);
   v.set_name(name);
   params_.emplace_back(name, v);

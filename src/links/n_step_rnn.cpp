@@ -74,7 +74,7 @@ NStepRNNBase::NStepRNNBase(const char* link, Cell cell, bool bi, int64_t n_layer
   RENSA_CHECK(in_size >= 0 && out_size > 0, ValueError, link, ": sizes must be in_size >= 0 and out_size > 0, got ",
               in_size, " and ", out_size);
   RENSA_CHECK(dropout >= 0.0 && dropout < 1.0, ValueError, link, ": dropout must be in [0, 1), got ", dropout);
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, link, ": parameters need a floating dtype, the config's is ", dtype);
   std::optional<Generator> own;
   if (options.seed) own.emplace(*options.seed);

@@ -23,7 +23,7 @@ std::vector<double> powered(const std::vector<double>& counts, double power, Dty
 }
 
 Dtype param_dtype(const char* link) {
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, link, ": parameters need a floating dtype, the config's is ", dtype);
   return dtype;
 }
@@ -51,7 +51,7 @@ NegativeSampling::NegativeSampling(int64_t in_size, const std::vector<double>& c
   RENSA_CHECK(in_size >= 1 && sample_size >= 0, ValueError, "NegativeSampling: in_size must be at least 1 and ",
               "sample_size non-negative, got ", in_size, " and ", sample_size);
   if (options.seed) gen_.emplace(*options.seed);
-  W_ = add_param("W", Array::zeros({static_cast<int64_t>(counts.size()), in_size}, config().dtype, device_));
+  W_ = add_param("W", Array::zeros({static_cast<int64_t>(counts.size()), in_size}, get_dtype(), device_));
 }
 
 Variable NegativeSampling::forward(const Variable& x, const Array& t, std::string_view reduce, Array* samples) {

@@ -7,6 +7,7 @@
 #include "rensa/core/error.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
+#include "rensa/links/mixed_precision.h"
 
 namespace rensa::links {
 namespace F = rensa::functions;
@@ -18,7 +19,7 @@ BatchNormalization::BatchNormalization(int64_t size, BatchNormalizationOptions o
               "BatchNormalization: decay must be in [0, 1], got ", options.decay);
   RENSA_CHECK(options.eps > 0.0, ValueError, "BatchNormalization: eps must be positive, got ", options.eps);
   set_ghost_batch_size(options.ghost_batch_size);
-  const Dtype dtype = config().dtype;
+  const Dtype dtype = get_dtype();
   RENSA_CHECK(is_floating(dtype), DtypeError, "BatchNormalization: parameters need a floating dtype, the config's is ",
               dtype);
   if (options.use_gamma) gamma_ = add_param("gamma", Array::full({size}, 1.0, dtype, device_));
@@ -59,34 +60,37 @@ Variable BatchNormalization::forward(const Variable& x) {
   check_input("BatchNormalization", x);
   Array& mean = persistent("avg_mean");
   Array& var = persistent("avg_var");
-  if (!config().train) {
-    return F::fixed_batch_normalization(x, gamma_, beta_, Variable(mean.astype(x.dtype())),
-                                        Variable(var.astype(x.dtype())), {options_.eps});
-  }
-  F::BatchNormOptions bn_options{options_.eps};
-  bn_options.allreduce_sum = allreduce_sum_;
-  bn_options.ghost_batch_size = options_.ghost_batch_size;
-  F::BatchNormResult r = F::batch_normalization(x, gamma_, beta_, bn_options);
-  const double decay = training_decay();
-  // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch,
-  // or over one ghost sub-batch).
-  const int64_t m = r.count;
-  const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
-  {
-    auto guard = no_backprop_mode();
-    if (options_.ghost_batch_size) {
-      // One update with the sub-batches' mean statistics: the mean of K workers' updates.
-      r.mean = F::mean(Variable(r.mean), Shape{0}).array();
-      r.var = F::mean(Variable(r.var), Shape{0}).array();
+  // Under a mixed policy x is 16-bit and the parameters and statistics float32: normalize in float32.
+  return in_param_dtype(x, mean.dtype(), [&](const Variable& xs) {
+    if (!config().train) {
+      return F::fixed_batch_normalization(xs, gamma_, beta_, Variable(mean.astype(xs.dtype())),
+                                          Variable(var.astype(xs.dtype())), {options_.eps});
     }
-    const Variable new_mean =
-        F::add(F::mul(Variable(mean), decay), F::mul(Variable(r.mean.astype(mean.dtype())), 1.0 - decay));
-    const Variable new_var =
-        F::add(F::mul(Variable(var), decay), F::mul(Variable(r.var.astype(var.dtype())), (1.0 - decay) * unbias));
-    mean.assign(new_mean.array());
-    var.assign(new_var.array());
-  }
-  return r.y;
+    F::BatchNormOptions bn_options{options_.eps};
+    bn_options.allreduce_sum = allreduce_sum_;
+    bn_options.ghost_batch_size = options_.ghost_batch_size;
+    F::BatchNormResult r = F::batch_normalization(xs, gamma_, beta_, bn_options);
+    const double decay = training_decay();
+    // The running variance is unbiased: m / (m - 1) times the batch's (m over every worker's batch,
+    // or over one ghost sub-batch).
+    const int64_t m = r.count;
+    const double unbias = m > 1 ? static_cast<double>(m) / static_cast<double>(m - 1) : 1.0;
+    {
+      auto guard = no_backprop_mode();
+      if (options_.ghost_batch_size) {
+        // One update with the sub-batches' mean statistics: the mean of K workers' updates.
+        r.mean = F::mean(Variable(r.mean), Shape{0}).array();
+        r.var = F::mean(Variable(r.var), Shape{0}).array();
+      }
+      const Variable new_mean =
+          F::add(F::mul(Variable(mean), decay), F::mul(Variable(r.mean.astype(mean.dtype())), 1.0 - decay));
+      const Variable new_var =
+          F::add(F::mul(Variable(var), decay), F::mul(Variable(r.var.astype(var.dtype())), (1.0 - decay) * unbias));
+      mean.assign(new_mean.array());
+      var.assign(new_var.array());
+    }
+    return r.y;
+  });
 }
 
 BatchRenormalization::BatchRenormalization(int64_t size, double rmax, double dmax, BatchNormalizationOptions options)
@@ -107,7 +111,7 @@ Variable BatchRenormalization::forward(const Variable& x) {
 }
 
 GroupNormalization::GroupNormalization(int64_t groups, int64_t size, double eps)
-    : groups_(groups), eps_(eps), dtype_(config().dtype) {
+    : groups_(groups), eps_(eps), dtype_(get_dtype()) {
   RENSA_CHECK(groups > 0, ValueError, "GroupNormalization: groups must be positive, got ", groups);
   RENSA_CHECK(size >= 0, ValueError, "GroupNormalization: size must be non-negative, got ", size);
   RENSA_CHECK(eps > 0.0, ValueError, "GroupNormalization: eps must be positive, got ", eps);
@@ -129,10 +133,11 @@ Variable GroupNormalization::forward(const Variable& x) {
                 x.is_null() ? Shape() : x.shape());
     initialize(x.shape()[1]);
   }
-  return F::group_normalization(x, groups_, gamma_, beta_, eps_);
+  return in_param_dtype(x, dtype_,
+                        [&](const Variable& xs) { return F::group_normalization(xs, groups_, gamma_, beta_, eps_); });
 }
 
-LayerNormalization::LayerNormalization(int64_t size, double eps) : eps_(eps), dtype_(config().dtype) {
+LayerNormalization::LayerNormalization(int64_t size, double eps) : eps_(eps), dtype_(get_dtype()) {
   RENSA_CHECK(size >= 0, ValueError, "LayerNormalization: size must be non-negative, got ", size);
   RENSA_CHECK(eps > 0.0, ValueError, "LayerNormalization: eps must be positive, got ", eps);
   RENSA_CHECK(is_floating(dtype_), DtypeError, "LayerNormalization: parameters need a floating dtype, the config's is ",
@@ -153,7 +158,8 @@ Variable LayerNormalization::forward(const Variable& x) {
                 x.is_null() ? Shape() : x.shape());
     initialize(x.shape().back());
   }
-  return F::layer_normalization(x, gamma_, beta_, eps_);
+  return in_param_dtype(x, dtype_,
+                        [&](const Variable& xs) { return F::layer_normalization(xs, gamma_, beta_, eps_); });
 }
 
 }  // namespace rensa::links

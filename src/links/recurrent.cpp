@@ -9,8 +9,8 @@ namespace rensa::links::detail {
 void check_sizes(const char* link, int64_t in_size, int64_t out_size) {
   RENSA_CHECK(out_size > 0, ValueError, link, ": out_size must be positive, got ", out_size);
   RENSA_CHECK(in_size >= -1, ValueError, link, ": in_size must be non-negative (or unset), got ", in_size);
-  RENSA_CHECK(is_floating(config().dtype), DtypeError, link, ": parameters need a floating dtype, the config's is ",
-              config().dtype);
+  RENSA_CHECK(is_floating(get_dtype()), DtypeError, link, ": parameters need a floating dtype, the config's is ",
+              get_dtype());
 }
 
 int64_t row_size(const Variable& x) {

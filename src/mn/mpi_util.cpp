@@ -93,8 +93,11 @@ MPI_Datatype mpi_type(Dtype dtype) {
       return MPI_UINT8_T;
     case Dtype::bool_:
       return MPI_C_BOOL;
+    case Dtype::mixed16:
+    case Dtype::mixed_bf16:
+      break;
   }
-  RENSA_THROW(DtypeError, "mpi_type: invalid dtype code ", static_cast<int>(dtype));
+  RENSA_THROW(DtypeError, "mpi_type: ", dtype_name(dtype), " is not an array dtype");
 }
 
 MPI_Op mpi_op(Dtype dtype, ReduceOp op) {

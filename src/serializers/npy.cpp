@@ -41,8 +41,11 @@ std::string npy_descr(Dtype dtype) {
       return "|u1";
     case Dtype::bool_:
       return "|b1";
+    case Dtype::mixed16:
+    case Dtype::mixed_bf16:
+      break;
   }
-  RENSA_THROW(DtypeError, "encode_npy: invalid dtype code ", static_cast<int>(dtype));
+  RENSA_THROW(DtypeError, "encode_npy: ", dtype_name(dtype), " is not an array dtype");
 }
 
 struct NpyHeader {

@@ -3,6 +3,7 @@
 /// The one configuration of rensa and the RAII guards that override it for the calling thread.
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <variant>
 
@@ -17,7 +18,9 @@ struct Config {
   bool train = true;
   /// Record the graph for backward. Off inside no_backprop_mode().
   bool enable_backprop = true;
-  /// Default dtype of parameters and created arrays.
+  /// Default dtype of parameters (read through get_dtype()), or a mixed-precision policy: under
+  /// Dtype::mixed16 / Dtype::mixed_bf16 parameters are float32 and the links of
+  /// docs/mixed_precision.md compute in float16 / bfloat16 (mixed_compute_dtype()).
   Dtype dtype = Dtype::float32;
   /// Default device of created arrays.
   Device device = Device::cpu();
@@ -33,6 +36,13 @@ struct Config {
 const Config& config();
 /// The process defaults, for setting at start-up before other threads start; guards override them.
 Config& global_config();
+
+/// Chainer's get_dtype: `dtype` (by default the config's) as the dtype of new parameters. A mixed
+/// policy gives float32, the dtype its parameters keep.
+Dtype get_dtype(std::optional<Dtype> dtype = std::nullopt);
+/// The dtype links compute in under the config's mixed policy (float16 for mixed16, bfloat16 for
+/// mixed_bf16); nullopt under a plain dtype.
+std::optional<Dtype> mixed_compute_dtype();
 
 /// A value for using_config: bool, integer, Dtype or Device, matching the key.
 using ConfigValue = std::variant<bool, int64_t, Dtype, Device>;

@@ -13,17 +13,24 @@
 
 namespace rensa {
 
-/// The element type of an Array.
-enum class Dtype : uint8_t { float32, float64, float16, bfloat16, int32, int64, uint8, bool_ };
+/// The element type of an Array; or, for Config::dtype only, a mixed-precision policy: `mixed16` and
+/// `mixed_bf16` (Chainer's `chainer.mixed16`) keep parameters in float32 and compute in float16 or
+/// bfloat16 (docs/mixed_precision.md). No array has a policy dtype: itemsize() and allocation refuse
+/// them.
+enum class Dtype : uint8_t { float32, float64, float16, bfloat16, int32, int64, uint8, bool_, mixed16, mixed_bf16 };
 
+/// The number of array dtypes (the policies follow them).
 inline constexpr int kNumDtypes = 8;
 
 /// NumPy's name of the dtype: "float32", ..., "bool".
 std::string_view dtype_name(Dtype dtype);
-/// Parses a NumPy dtype name; throws DtypeError listing the valid names.
+/// Parses a NumPy dtype name or a policy name ("mixed16", "mixed_bf16"); throws DtypeError listing
+/// the valid names.
 Dtype dtype_from_name(std::string_view name);
-/// Bytes per element.
+/// Bytes per element; DtypeError for a policy.
 std::size_t itemsize(Dtype dtype);
+/// mixed16 or mixed_bf16.
+constexpr bool is_mixed(Dtype d) { return d == Dtype::mixed16 || d == Dtype::mixed_bf16; }
 /// float32, float64, float16, bfloat16.
 constexpr bool is_floating(Dtype d) {
   return d == Dtype::float32 || d == Dtype::float64 || d == Dtype::float16 || d == Dtype::bfloat16;
@@ -67,8 +74,11 @@ decltype(auto) dispatch(Dtype dtype, F&& f) {
     case Dtype::int64: return f.template operator()<int64_t>();
     case Dtype::uint8: return f.template operator()<uint8_t>();
     case Dtype::bool_: return f.template operator()<bool>();
+    case Dtype::mixed16:
+    case Dtype::mixed_bf16: break;
   }
-  RENSA_THROW(DtypeError, "dispatch: invalid dtype code ", static_cast<int>(dtype));
+  RENSA_THROW(DtypeError, "dispatch: dtype code ", static_cast<int>(dtype),
+              " is not an array dtype (mixed16 and mixed_bf16 are Config::dtype policies)");
 }
 
 /// Like dispatch() for the floating dtypes only; other dtypes throw DtypeError naming `op`.
