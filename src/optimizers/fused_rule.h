@@ -34,7 +34,7 @@ class FusedRule final : public UpdateRule {
   FusedRule(const char* owner, std::vector<std::string> state_names, int n_required, std::function<int()> n_state,
             VariableStepFn step);
 
-  void update(const Variable& param) override;
+  void update_core(const Variable& param) override;
   void serialize(serializers::Serializer& s) override;
   std::vector<std::pair<std::string, Array>> state() const override;
 

@@ -17,6 +17,11 @@ namespace {
 // Loss scaling's upper bound, Chainer's: the largest float16.
 constexpr double kLossScaleMax = 65504.0;
 
+// The dtypes use_fp32_update keeps a float32 master for.
+bool is_16bit(Dtype d) {
+  return d == Dtype::float16 || d == Dtype::bfloat16;
+}
+
 std::string join_names(const std::map<std::string, double>& m) {
   std::ostringstream os;
   bool first = true;
@@ -51,7 +56,7 @@ void Optimizer::update() {
   for (const Variable& param : target_->params(false)) {
     if (param.array().is_null() || param.grad().is_null()) continue;
     auto& slot = rules_[param.id()];
-    if (!slot) slot = create_update_rule();
+    if (!slot) slot = make_rule();
     slot->update(param);
   }
   if (loss_scale_) update_loss_scale();
@@ -135,7 +140,7 @@ UpdateRule* Optimizer::rule(const Variable& param) {
   for (const Variable& p : target_->params()) {
     if (p.is(param)) {
       auto& slot = rules_[param.id()];
-      slot = create_update_rule();
+      slot = make_rule();
       return slot.get();
     }
   }
@@ -209,7 +214,7 @@ void Optimizer::serialize(serializers::Serializer& s) {
 }
 
 void Optimizer::serialize_rules(serializers::Serializer& s) {
-  for_each_param([&](const std::string& path, const Variable&, UpdateRule& rule) {
+  for_each_param([&](const std::string& path, const Variable& param, UpdateRule& rule) {
     // "/l1/W" is stored under child "l1", child "W", as Chainer's serializer["/l1/W"] does.
     serializers::Serializer* node = &s;
     std::size_t begin = 0;
@@ -220,7 +225,19 @@ void Optimizer::serialize_rules(serializers::Serializer& s) {
       begin = end + 1;
     }
     rule.serialize(*node);
+    rule.serialize_fp32_param(*node, param);
   });
+}
+
+std::unique_ptr<UpdateRule> Optimizer::make_rule() {
+  std::unique_ptr<UpdateRule> rule = create_update_rule();
+  rule->use_fp32_update(use_fp32_update_);
+  return rule;
+}
+
+void Optimizer::use_fp32_update(bool flag) {
+  use_fp32_update_ = flag;
+  for (auto& [id, rule] : rules_) rule->use_fp32_update(flag);
 }
 
 void Optimizer::set_stage(std::unique_ptr<OptimizerStage> stage) {
@@ -245,9 +262,66 @@ void Optimizer::for_each_param(const std::function<void(const std::string&, cons
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, ": no target; call setup(link) first");
   for (const auto& [path, param] : target_->namedparams()) {
     auto& slot = rules_[param.id()];
-    if (!slot) slot = create_update_rule();
+    if (!slot) slot = make_rule();
     fn(path, param, *slot);
   }
+}
+
+// ---- UpdateRule --------------------------------------------------------------------------------
+
+void UpdateRule::update(const Variable& param) {
+  const bool via_master =
+      use_fp32_update_ && enabled && !param.is_null() && !param.array().is_null() && is_16bit(param.dtype());
+  if (!via_master || param.grad().is_null()) {
+    update_core(param);
+    return;
+  }
+  // Chainer's UpdateRule.update under use_fp32_update: the step runs on a float32 copy of the
+  // parameter with the gradient converted, and the parameter takes the result rounded.
+  const Array& p = param.array();
+  if (fp32_param_.is_null()) {
+    fp32_param_ = p.astype(Dtype::float32);
+  } else {
+    RENSA_CHECK(fp32_param_.shape() == p.shape(), ShapeError,
+                "UpdateRule::update: the float32 master 'fp32_param' has shape ", fp32_param_.shape(),
+                " but its parameter has shape ", p.shape());
+    // A loaded master (or one of a parameter moved with to_device) follows the parameter.
+    if (fp32_param_.device() != p.device()) fp32_param_ = fp32_param_.to(p.device());
+  }
+  Variable master(fp32_param_);
+  master.set_name(param.name());
+  master.set_grad(Variable(param.grad().array().astype(Dtype::float32)));
+  update_core(master);
+  p.assign(fp32_param_);
+}
+
+void UpdateRule::use_fp32_update(bool flag) {
+  use_fp32_update_ = flag;
+  if (!flag) fp32_param_ = Array();
+}
+
+void UpdateRule::serialize_fp32_param(serializers::Serializer& s, const Variable& param) {
+  constexpr const char* kKey = "fp32_param";
+  if (!s.is_loading()) {
+    if (!fp32_param_.is_null()) s.array(kKey, fp32_param_);
+    return;
+  }
+  fp32_param_ = Array();
+  // A snapshot without a master (taken without use_fp32_update, or before the first update) leaves
+  // the master to be made from the parameter at the next update.
+  if (!use_fp32_update_ || param.is_null() || param.array().is_null() || !is_16bit(param.dtype()) ||
+      !s.contains(kKey)) {
+    return;
+  }
+  Array loaded;
+  s.array(kKey, loaded);
+  const Array& p = param.array();
+  RENSA_CHECK(loaded.shape() == p.shape(), ShapeError,
+              "UpdateRule::serialize: the float32 master 'fp32_param' has shape ", loaded.shape(),
+              " but its parameter has shape ", p.shape());
+  // astype copies: the deserializer's values may be aliased otherwise, and updates write in place.
+  fp32_param_ = loaded.astype(Dtype::float32).to(p.device());
+  p.assign(fp32_param_);
 }
 
 // ---- FusedRule ---------------------------------------------------------------------------------
@@ -270,7 +344,7 @@ FusedRule::FusedRule(const char* owner, std::vector<std::string> state_names, in
   variable_step_ = std::move(step);
 }
 
-void FusedRule::update(const Variable& param) {
+void FusedRule::update_core(const Variable& param) {
   if (!enabled || param.is_null() || param.array().is_null()) return;
   const Variable grad = param.grad();
   if (grad.is_null()) return;

@@ -23,19 +23,58 @@ class Optimizer;
 
 /// Per-parameter update: owns the parameter's state arrays (moments, ...). `update` applies one
 /// step in place, in one fused pass over the parameter's buffer.
+///
+/// Float32 master weights (Chainer's use_fp32_update): with use_fp32_update on, a float16 or
+/// bfloat16 parameter is updated through a float32 copy of it, the master, kept by the rule. Each
+/// update converts the 16-bit gradient to float32, runs the rule's step on the master (its state
+/// arrays are then float32 too), and writes the master, rounded to nearest even, back into the
+/// parameter's own storage (views and the model see it). Steps too small for 16 bits accumulate in
+/// the master. The master is made from the parameter at its first such update, is saved by the
+/// optimizer beside the rule's state (key "fp32_param"), and refreshes the parameter when loaded.
+/// float32 and float64 parameters ignore the flag.
 class UpdateRule {
  public:
   virtual ~UpdateRule() = default;
-  /// Updates `param` from its gradient (a null gradient skips the parameter).
-  virtual void update(const Variable& param) = 0;
-  /// Saves/loads the state (moments, step count).
+  /// Updates `param` from its gradient (a null gradient or a disabled rule skips the parameter);
+  /// through the float32 master when use_fp32_update is on and `param` is 16-bit.
+  void update(const Variable& param);
+  /// Saves/loads the state (moments, step count). The master is saved by Optimizer::serialize.
   virtual void serialize(serializers::Serializer& s) = 0;
   /// The state arrays by their serialized names ("m", "v", ...); empty before the first update.
+  /// The float32 master is not among them (see fp32_param()).
   virtual std::vector<std::pair<std::string, Array>> state() const { return {}; }
+
+  /// Turns float32 master weights on or off for this rule (16-bit parameters only; see above).
+  /// Turning it off drops the master: later updates run in the parameter's dtype, and state arrays
+  /// made in float32 are converted back at the next update.
+  void use_fp32_update(bool flag = true);
+  /// Whether use_fp32_update is on.
+  bool uses_fp32_update() const { return use_fp32_update_; }
+  /// The float32 master of a 16-bit parameter (same shape, contiguous), or nullptr when there is
+  /// none: use_fp32_update is off, the parameter is float32 or float64, or no update (or load) has
+  /// made it yet.
+  const Array* fp32_param() const { return fp32_param_.is_null() ? nullptr : &fp32_param_; }
+
   /// Number of updates applied.
   int64_t t = 0;
   /// False to freeze the parameter.
   bool enabled = true;
+
+ protected:
+  /// One step of the rule on `param` in place. Under use_fp32_update, `param` is a float32
+  /// Variable over the master, named like the parameter, with the float32 gradient; it is not the
+  /// parameter's own Variable.
+  virtual void update_core(const Variable& param) = 0;
+
+ private:
+  friend class Optimizer;
+  // Saves the master under "fp32_param"; on load, adopts it (when the rule uses fp32 update and
+  // `param` is an initialized 16-bit parameter of the same shape) and writes it, rounded, into
+  // `param`; otherwise the master is dropped.
+  void serialize_fp32_param(serializers::Serializer& s, const Variable& param);
+
+  bool use_fp32_update_ = false;
+  Array fp32_param_;
 };
 
 /// Runs on the whole model's gradients before the update (WeightDecay, GradientClipping, ...).
@@ -104,7 +143,8 @@ class Optimizer {
   UpdateRule* rule(const Variable& param);
 
   /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
-  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"), the loss scaling
+  /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"; "l1/W/fp32_param"
+  /// for its float32 master under use_fp32_update), the loss scaling
   /// state when loss scaling is on (child "loss_scaling"), then the stage's state.
   void serialize(serializers::Serializer& s);
 
@@ -124,6 +164,16 @@ class Optimizer {
   /// False when the last update() found an inf or NaN gradient under dynamic loss scaling (and so
   /// skipped the step).
   bool is_safe_to_update() const { return !loss_scaling_isnan_; }
+
+  /// Float32 master weights (Chainer's use_fp32_update) for every 16-bit parameter: sets the flag
+  /// on every current rule and on those made later (setup, parameters added later); `false` turns
+  /// it off and drops the masters. See UpdateRule. The order of a step is unchanged: the stage,
+  /// loss scaling's unscale and check, and the hooks run first, on the 16-bit gradients; then each
+  /// rule converts its gradient and updates its master. Set it before loading a snapshot: a
+  /// rule loads a saved master only when it uses fp32 update.
+  void use_fp32_update(bool flag = true);
+  /// Whether use_fp32_update was last set on (individual rules may differ).
+  bool uses_fp32_update() const { return use_fp32_update_; }
 
   /// Installs `stage` (null removes the current one, which is then destroyed). On an optimizer set
   /// up already, the stage's on_setup runs now. ValueError when a stage is installed already.
@@ -148,6 +198,8 @@ class Optimizer {
 
  private:
   void serialize_rules(serializers::Serializer& s);
+  // create_update_rule, with this optimizer's use_fp32_update.
+  std::unique_ptr<UpdateRule> make_rule();
 
   // Divides the gradients by the loss scale; under the dynamic rule first checks them, and returns
   // false (the step is skipped) when one is not finite.
@@ -160,6 +212,7 @@ class Optimizer {
   bool loss_scaling_dynamic_ = false, loss_scaling_isnan_ = false, loss_scaling_isnan_ever_ = false;
   double loss_scaling_multiplier_ = 2.0;
   std::unique_ptr<OptimizerStage> stage_;
+  bool use_fp32_update_ = false;
 };
 
 }  // namespace rensa::optimizers
