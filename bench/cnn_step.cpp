@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
 
   rensa::set_num_threads(options.threads);
   rensa::seed(0);
+  rensa_bench::apply_dtype(options);
   L::Classifier model(std::make_shared<Cnn>());
   rensa::optimizers::MomentumSGD optimizer(0.01, 0.9);
   optimizer.setup(model);

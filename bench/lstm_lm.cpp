@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "Time steps per segment (bproplen)")->check(CLI::Range(1, 100000));
   rensa_bench::add_step_options(app, o);
   CLI11_PARSE(app, argc, argv);
+  if (o.dtype != "float32") {
+    std::fprintf(stderr, "bench_lstm_lm: only --dtype float32\n");
+    return 2;
+  }
 
   rensa::set_num_threads(o.threads);
   rensa::seed(0);

@@ -32,6 +32,8 @@ def main():
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=35)
     args = parser.parse_args()
+    if args.dtype != "float32":
+        raise SystemExit("lstm_lm_torch: only --dtype float32")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     model = LanguageModel(args.vocab, args.embed, args.hidden, args.layers)

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
 
   rensa::set_num_threads(options.threads);
   rensa::seed(0);
+  rensa_bench::apply_dtype(options);
   L::Classifier model(std::make_shared<Mlp>(hidden));
   rensa::optimizers::Adam optimizer;
   optimizer.setup(model);

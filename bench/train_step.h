@@ -20,6 +20,7 @@ struct StepOptions {
   double seconds = 5.0;
   int threads = 1;
   int repeats = 5;
+  std::string dtype = "float32";
 };
 
 /// Adds --batchsize, --threads, --seconds, --repeats and --warmup to `app`.
@@ -29,10 +30,21 @@ inline void add_step_options(CLI::App& app, StepOptions& o) {
   app.add_option("--seconds", o.seconds, "Length of one timed repeat")->check(CLI::Range(0.01, 3600.0));
   app.add_option("--repeats", o.repeats)->check(CLI::Range(1, 1000));
   app.add_option("--warmup", o.warmup, "Untimed steps first")->check(CLI::Range(0, 100000));
+  app.add_option("--dtype", o.dtype, "float32, or the mixed-precision policy mixed_bf16 or mixed16")
+      ->check(CLI::IsMember({"float32", "mixed_bf16", "mixed16"}));
+}
+
+/// Sets Config::dtype from --dtype (call before building the model) and prints how 16-bit
+/// products run on this CPU.
+inline void apply_dtype(const StepOptions& o) {
+  rensa::global_config().dtype = rensa::dtype_from_name(o.dtype);
+  if (const auto compute = rensa::mixed_compute_dtype()) {
+    std::printf("%s\n", rensa::half_compute_path(*compute).c_str());
+  }
 }
 
 /// Runs `o.warmup` untimed calls of `train_step`, then `o.repeats` timed runs of `o.seconds` each,
-/// and prints "rensa <label> batch B threads T: samples/s min .. median .. max ..".
+/// and prints "rensa <label> [<dtype>] batch B threads T: samples/s min .. median .. max ..".
 template <class Step>
 void time_steps(const std::string& label, const StepOptions& o, Step&& train_step) {
   for (int64_t i = 0; i < o.warmup; ++i) train_step();
@@ -49,7 +61,8 @@ void time_steps(const std::string& label, const StepOptions& o, Step&& train_ste
     rates.push_back(static_cast<double>(steps * o.batchsize) / elapsed);
   }
   std::sort(rates.begin(), rates.end());
-  std::printf("rensa %s batch %lld threads %d: samples/s min %.0f median %.0f max %.0f\n", label.c_str(),
+  const std::string name = o.dtype == "float32" ? label : label + " " + o.dtype;
+  std::printf("rensa %s batch %lld threads %d: samples/s min %.0f median %.0f max %.0f\n", name.c_str(),
               static_cast<long long>(o.batchsize), o.threads, rates.front(), rates[rates.size() / 2], rates.back());
 }
 

@@ -10,6 +10,8 @@
 // --lr, --base-batchsize (linear scaling rule), --warmup-epochs (a warm-up before the step decay).
 // Default learning rates: momentum_sgd and rmsprop_warmup 0.01 (cnn) or 0.1 (resnet), adam 0.001
 // (alpha), lars 1.0 (trust coefficient 0.001), lamb 0.01.
+// --dtype mixed_bf16 or mixed16 trains with float32 parameters and 16-bit compute
+// (docs/mixed_precision.md).
 // With --communicator (built with rensa::mn), data-parallel under mpirun as train_mnist is; --mnbn
 // takes the resnet's batch statistics over the global batch (multi-node batch normalization).
 //   build/release/examples/train_cnn --arch cnn --epoch 20
@@ -27,6 +29,7 @@
 #include "rensa/rensa.h"
 #include "rensa/training.h"
 #include "large_batch_flags.h"
+#include "mixed_precision_flags.h"
 #ifdef RENSA_WITH_MN
 #include "rensa/mn.h"
 #endif
@@ -117,7 +120,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   int threads = 1;
   bool bn_population = false;
-  std::string arch = "cnn", out = "result", resume, dataset_dir;
+  std::string arch = "cnn", out = "result", resume, dataset_dir, dtype = "float32";
   app.add_option("-a,--arch", arch, "Network: cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
   app.add_flag("--bn-population", bn_population,
                "resnet: before each evaluation, recompute the batch normalization statistics over one pass "
                "of the training data (population statistics) instead of using the moving averages");
+  mixed_precision::add_flag(app, dtype);
   large_batch::Flags lb;
   large_batch::add_flags(app, lb, "momentum_sgd",
                          "momentum_sgd and rmsprop_warmup 0.01 (cnn) or 0.1 (resnet), adam 0.001, lars 1.0, lamb 0.01");
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
     const int rank = 0;
 #endif
     rensa::set_num_threads(threads);
+    mixed_precision::apply(dtype);
     rensa::seed(seed);
     rensa::datasets::MnistOptions data_options;
     data_options.ndim = 3;  // (1, 28, 28) images
@@ -228,6 +233,7 @@ int main(int argc, char** argv) {
     }
 #endif
     optimizer->setup(model);
+    mixed_precision::configure(dtype, *optimizer);
     if (resnet) optimizer->add_hook(std::make_shared<rensa::optimizers::WeightDecay>(5e-4));
 
     rensa::iterators::SerialIterator train_iter(train_data, batchsize, {.seed = data_seed});

@@ -6,6 +6,8 @@
 //     --warmup-epochs 2 --epoch 10  (one command)
 // Default learning rates (at the batch they are given for): momentum_sgd 0.01, adam 0.001 (alpha),
 // lars 1.0 (trust coefficient 0.001), lamb 0.01, rmsprop_warmup 0.01.
+// Mixed precision (docs/mixed_precision.md): float32 parameters, bfloat16 or float16 compute:
+//   build/release/examples/train_mnist --dtype mixed_bf16
 // Data-parallel over MPI (each rank trains on its shard; gradients are averaged over ranks):
 //   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
@@ -20,6 +22,7 @@
 #include "rensa/rensa.h"
 #include "rensa/training.h"
 #include "large_batch_flags.h"
+#include "mixed_precision_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -41,7 +44,7 @@ int main(int argc, char** argv) {
   int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result", resume, dataset_dir, communicator, grad_dtype = "float32";
+  std::string out = "result", resume, dataset_dir, communicator, grad_dtype = "float32", dtype = "float32";
   bool no_overlap = false, double_buffering = false;
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
       {"momentum_sgd", 0.01}, {"adam", 0.001}, {"lars", 1.0}, {"lamb", 0.01}, {"rmsprop_warmup", 0.01}};
   large_batch::add_flags(app, lb, "adam",
                          "momentum_sgd 0.01, adam 0.001, lars 1.0, lamb 0.01, rmsprop_warmup 0.01");
+  mixed_precision::add_flag(app, dtype);
   CLI11_PARSE(app, argc, argv);
 
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     const bool multi = comm.valid();
     rensa::set_num_threads(threads);
     rensa::seed(seed);
+    mixed_precision::apply(dtype);
     rensa::datasets::MnistOptions data_options;
     auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
                                              : rensa::datasets::get_mnist(dataset_dir, data_options);
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
           std::move(optimizer), comm, {.double_buffering = double_buffering, .overlap = !no_overlap});
     }
     optimizer->setup(model);
+    mixed_precision::configure(dtype, *optimizer);
 
     const uint64_t data_seed = seed + (multi ? static_cast<uint64_t>(comm.rank()) : 0);
     rensa::iterators::SerialIterator train_iter(train, batchsize, {.seed = data_seed});
