@@ -7,6 +7,7 @@
 #include "rensa/core/backend.h"
 #include "rensa/core/backward.h"
 #include "rensa/core/config.h"
+#include "rensa/core/cpu_features.h"
 #include "rensa/core/device.h"
 #include "rensa/core/dtype.h"
 #include "rensa/core/error.h"

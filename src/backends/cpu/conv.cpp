@@ -8,8 +8,10 @@
 // call cost more than they save (docs/benchmarks.md). NCHW arrays are still accepted (reordered
 // on the way in or out); weights stay OIHW and are reordered inside (they are small).
 // float64 (used by gradient checks) runs as im2col + OpenBLAS dgemm, and so do float32 weight
-// gradients with few input channels (see weights_by_gemm); 16-bit floats compute in float32. All
-// of it runs on the process's one OpenMP pool.
+// gradients with few input channels (see weights_by_gemm). bfloat16 runs on oneDNN's bf16 kernels
+// (float32 accumulation, channels-last like float32) when native_bf16() says the CPU has them; a
+// primitive oneDNN does not implement for bfloat16, float16, and bfloat16 without native support
+// compute in float32 and round once. All of it runs on the process's one OpenMP pool.
 #include <cblas.h>
 #include <omp.h>
 
@@ -17,15 +19,16 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "rensa/core/cpu_features.h"
 #include "src/backends/cpu/kernels.h"
+#include "src/backends/cpu/onednn.h"
+#include "src/backends/cpu/primitive_cache.h"
 
 namespace rensa::backends::cpu {
 namespace {
@@ -37,13 +40,10 @@ using dt = dn::memory::data_type;
 // ---- oneDNN plumbing -----------------------------------------------------------------------------
 
 dn::engine& engine() {
-  static dn::engine e(dn::engine::kind::cpu, 0);
-  return e;
+  return detail::onednn_engine();
 }
-
 dn::stream& stream() {
-  thread_local dn::stream s(engine());
-  return s;
+  return detail::onednn_stream();
 }
 
 // The layout the primitives take their activations (src, dst and their gradients) in: NHWC, which
@@ -53,20 +53,7 @@ constexpr tag kActivations = tag::nhwc;
 enum class Direction : int64_t { forward, backward_data, backward_weights };
 
 // Everything a primitive depends on.
-struct ConvKey {
-  std::array<int64_t, 20> v{};
-  bool operator==(const ConvKey& o) const { return v == o.v; }
-};
-struct ConvKeyHash {
-  std::size_t operator()(const ConvKey& k) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-    for (int64_t x : k.v) {
-      h ^= static_cast<uint64_t>(x);
-      h *= 1099511628211ull;
-    }
-    return static_cast<std::size_t>(h);
-  }
-};
+using ConvKey = detail::CacheKey<22>;
 
 // One argument of a primitive: the plain layout rensa passes, the one the primitive wants, and the
 // reorder between them (absent when they agree).
@@ -84,46 +71,16 @@ struct Slot {
 
 // A cached primitive with its argument slots: in0, in1 and out are (src, weights, dst) forward,
 // (diff_dst, weights, diff_src) for backward data and (src, diff_dst, diff_weights) for backward
-// weights.
+// weights. `ok` is false for a bfloat16 primitive oneDNN does not implement (kept, so that the
+// float32 fallback does not try again each call).
 struct ConvPrimitive {
+  bool ok = true;
   dn::primitive prim;
   Slot in0, in1, out;
   int arg_in0 = 0, arg_in1 = 0, arg_out = 0;
 };
 
-// The LRU cache of primitives. Entries are shared so one evicted while another thread runs it
-// stays alive until that call returns.
-class PrimitiveCache {
- public:
-  static constexpr std::size_t kCapacity = 256;
-  template <class Make>
-  std::shared_ptr<const ConvPrimitive> get(const ConvKey& key, Make&& make) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = index_.find(key);
-      if (it != index_.end()) {
-        order_.splice(order_.begin(), order_, it->second);
-        return it->second->second;
-      }
-    }
-    auto made = std::make_shared<const ConvPrimitive>(make());  // created outside the lock
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;  // another thread made it meanwhile
-    order_.emplace_front(key, made);
-    index_.emplace(key, order_.begin());
-    if (order_.size() > kCapacity) {
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    return made;
-  }
-
- private:
-  std::mutex mutex_;
-  std::list<std::pair<ConvKey, std::shared_ptr<const ConvPrimitive>>> order_;
-  std::unordered_map<ConvKey, decltype(order_)::iterator, ConvKeyHash> index_;
-};
+using PrimitiveCache = detail::PrimitiveCache<ConvKey, ConvPrimitive, detail::CacheKeyHash<22>, 256>;
 
 PrimitiveCache& cache() {
   static PrimitiveCache c;
@@ -137,6 +94,8 @@ struct Geometry {
   bool bias;
   // The layouts of the arrays passed in: channels-last (true) or NCHW, for x (or gx) and y (or gy).
   bool x_nhwc = false, y_nhwc = false;
+  // The data type of the activations, weights and their gradients, and of the bias.
+  dt type = dt::f32, bias_type = dt::f32;
 
   ConvKey key(Direction d) const {
     return ConvKey{{static_cast<int64_t>(d),
@@ -158,17 +117,19 @@ struct Geometry {
                     p.groups,
                     bias ? 1 : 0,
                     x_nhwc ? 1 : 0,
-                    y_nhwc ? 1 : 0}};
+                    y_nhwc ? 1 : 0,
+                    static_cast<int64_t>(type),
+                    static_cast<int64_t>(bias_type)}};
   }
-  dn::memory::desc src_md(tag t) const { return {{n, c, h, w}, dt::f32, t}; }
+  dn::memory::desc src_md(tag t) const { return {{n, c, h, w}, type, t}; }
   dn::memory::desc user_src_md() const { return src_md(x_nhwc ? tag::nhwc : tag::nchw); }
   dn::memory::desc user_dst_md() const { return dst_md(y_nhwc ? tag::nhwc : tag::nchw); }
-  dn::memory::desc dst_md(tag t) const { return {{n, o, oh, ow}, dt::f32, t}; }
+  dn::memory::desc dst_md(tag t) const { return {{n, o, oh, ow}, type, t}; }
   dn::memory::desc weights_md(bool any) const {
-    if (p.groups == 1) return {{o, c, kh, kw}, dt::f32, any ? tag::any : tag::oihw};
-    return {{p.groups, o / p.groups, c / p.groups, kh, kw}, dt::f32, any ? tag::any : tag::goihw};
+    if (p.groups == 1) return {{o, c, kh, kw}, type, any ? tag::any : tag::oihw};
+    return {{p.groups, o / p.groups, c / p.groups, kh, kw}, type, any ? tag::any : tag::goihw};
   }
-  dn::memory::desc bias_md() const { return {{o}, dt::f32, tag::x}; }
+  dn::memory::desc bias_md() const { return {{o}, bias_type, tag::x}; }
   dn::memory::dims strides() const { return {p.stride_y, p.stride_x}; }
   dn::memory::dims dilates() const { return {p.dilate_y - 1, p.dilate_x - 1}; }  // oneDNN counts from 0
   dn::memory::dims pad_l() const { return {p.pad_y, p.pad_x}; }
@@ -287,7 +248,8 @@ void run(const ConvPrimitive& c, const Array& in0, const Array& in1, const Array
   dn::memory m_out = c.out.convert ? wrap(c.out.prim, scratch.get(2, c.out.prim.get_size())) : user_out;
   std::unordered_map<int, dn::memory> args{{c.arg_in0, m0}, {c.arg_in1, m1}, {c.arg_out, m_out}};
   if (bias != nullptr) {
-    args.emplace(DNNL_ARG_BIAS, wrap(dn::memory::desc({bias->size()}, dt::f32, tag::x), bias->raw_data()));
+    args.emplace(DNNL_ARG_BIAS,
+                 wrap(dn::memory::desc({bias->size()}, detail::onednn_type(bias->dtype()), tag::x), bias->raw_data()));
   }
   c.prim.execute(s, args);
   if (c.out.convert) c.out.convert->execute(s, m_out, user_out);
@@ -511,15 +473,82 @@ void into_nchw(const Array& out, F&& f) {
   copy(tmp, out);
 }
 
+// Makes a primitive with `make`; for 16-bit types a primitive oneDNN does not implement (on this CPU,
+// for these shapes) comes back with `ok` false, for the float32 fallback, instead of an error.
+template <class Make>
+ConvPrimitive make_or_unimplemented(const Geometry& g, Make&& make) {
+  if (g.type == dt::f32) return make();
+  try {
+    return make();
+  } catch (const dn::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+    ConvPrimitive c;
+    c.ok = false;
+    return c;
+  }
+}
+
+// Whether a `dtype` convolution runs on oneDNN's own kernels of that type: bfloat16 when the CPU
+// has native bf16 (see rensa::native_bf16).
+bool native_half(Dtype dtype) {
+  return dtype == Dtype::bfloat16 && native_bf16();
+}
+
+// Runs the forward convolution on oneDNN in g.type; false (nothing written) when it has no such
+// primitive (16-bit types only).
+bool forward_onednn(Geometry& g, const Array& x, const Array& w, const Array& b, const Array& y) {
+  const Array xc = activation(x, g.x_nhwc), wc = w.contiguous();
+  g.y_nhwc = y.is_channels_last();
+  g.bias_type = b.is_null() ? g.type : detail::onednn_type(b.dtype());
+  bool ok = true;
+  with_dnnl("convolution_2d", g, [&] {
+    auto prim = cache().get(g.key(Direction::forward),
+                            [&] { return make_or_unimplemented(g, [&] { return make_forward(g); }); });
+    if (!prim->ok) {
+      ok = false;
+      return;
+    }
+    const Array bc = b.is_null() ? b : b.contiguous();
+    into_activation(y, g.y_nhwc, [&](const Array& out) { run(*prim, xc, wc, out, b.is_null() ? nullptr : &bc); });
+  });
+  return ok;
+}
+
+bool backward_data_onednn(Geometry& g, const Array& gy, const Array& w, const Array& gx) {
+  const Array gyc = activation(gy, g.y_nhwc), wc = w.contiguous();
+  g.x_nhwc = gx.is_channels_last();
+  bool ok = true;
+  with_dnnl("deconvolution_2d", g, [&] {
+    auto prim = cache().get(g.key(Direction::backward_data),
+                            [&] { return make_or_unimplemented(g, [&] { return make_backward_data(g); }); });
+    if (!prim->ok) {
+      ok = false;
+      return;
+    }
+    into_activation(gx, g.x_nhwc, [&](const Array& out) { run(*prim, gyc, wc, out, nullptr); });
+  });
+  return ok;
+}
+
+bool backward_weights_onednn(Geometry& g, const Array& x, const Array& gy, const Array& gw) {
+  const Array xc = activation(x, g.x_nhwc), gyc = activation(gy, g.y_nhwc);
+  bool ok = true;
+  with_dnnl("convolution_2d", g, [&] {
+    auto prim = cache().get(g.key(Direction::backward_weights),
+                            [&] { return make_or_unimplemented(g, [&] { return make_backward_weights(g); }); });
+    if (!prim->ok) {
+      ok = false;
+      return;
+    }
+    into_nchw(gw, [&](const Array& out) { run(*prim, xc, gyc, out, nullptr); });
+  });
+  return ok;
+}
+
 }  // namespace
 
 void conv2d_forward(const Array& x, const Array& w, const Array& b, const Array& y, const Conv2dParams& p) {
   if (y.size() == 0) return;
-  if (is_half(x.dtype())) {
-    in_float32(y, {&x, &w, &b},
-               [&](const std::vector<Array>& a, const Array& o) { conv2d_forward(a[0], a[1], a[2], o, p); });
-    return;
-  }
   if (x.size() == 0 || w.size() == 0) {  // no input channels: the bias alone
     if (b.is_null()) {
       fill(y, 0.0);
@@ -529,65 +558,61 @@ void conv2d_forward(const Array& x, const Array& w, const Array& b, const Array&
     return;
   }
   Geometry g = geometry(x.shape(), w.shape(), y.shape(), p, !b.is_null());
-  const Array wc = w.contiguous();
+  if (is_half(x.dtype())) {
+    g.type = detail::onednn_type(x.dtype());
+    if (native_half(x.dtype()) && forward_onednn(g, x, w, b, y)) return;
+    in_float32(y, {&x, &w, &b},
+               [&](const std::vector<Array>& a, const Array& o) { conv2d_forward(a[0], a[1], a[2], o, p); });
+    return;
+  }
   dispatch_floating(x.dtype(), "conv2d_forward", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
-      const Array xc = x.contiguous();
+      const Array xc = x.contiguous(), wc = w.contiguous();
       into_nchw(y, [&](const Array& out) { forward_gemm<double>(g, xc, wc, b, out); });
     } else if constexpr (std::is_same_v<T, float>) {
-      const Array xc = activation(x, g.x_nhwc);
-      into_activation(y, g.y_nhwc, [&](const Array& out) {
-        with_dnnl("convolution_2d", g, [&] {
-          auto prim = cache().get(g.key(Direction::forward), [&] { return make_forward(g); });
-          const Array bc = b.is_null() ? b : b.contiguous();
-          run(*prim, xc, wc, out, b.is_null() ? nullptr : &bc);
-        });
-      });
+      forward_onednn(g, x, w, b, y);
     }
   });
 }
 
 void conv2d_backward_data(const Array& gy, const Array& w, const Array& gx, const Conv2dParams& p) {
   if (gx.size() == 0) return;
-  if (is_half(gx.dtype())) {
-    in_float32(gx, {&gy, &w},
-               [&](const std::vector<Array>& a, const Array& o) { conv2d_backward_data(a[0], a[1], o, p); });
-    return;
-  }
   if (gy.size() == 0 || w.size() == 0) {
     fill(gx, 0.0);
     return;
   }
   Geometry g = geometry(gx.shape(), w.shape(), gy.shape(), p, false);
-  const Array wc = w.contiguous();
+  if (is_half(gx.dtype())) {
+    g.type = detail::onednn_type(gx.dtype());
+    if (native_half(gx.dtype()) && backward_data_onednn(g, gy, w, gx)) return;
+    in_float32(gx, {&gy, &w},
+               [&](const std::vector<Array>& a, const Array& o) { conv2d_backward_data(a[0], a[1], o, p); });
+    return;
+  }
   dispatch_floating(gx.dtype(), "conv2d_backward_data", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
-      const Array gyc = gy.contiguous();
+      const Array gyc = gy.contiguous(), wc = w.contiguous();
       into_nchw(gx, [&](const Array& out) { backward_data_gemm<double>(g, gyc, wc, out); });
     } else if constexpr (std::is_same_v<T, float>) {
-      const Array gyc = activation(gy, g.y_nhwc);
-      into_activation(gx, g.x_nhwc, [&](const Array& out) {
-        with_dnnl("deconvolution_2d", g, [&] {
-          auto prim = cache().get(g.key(Direction::backward_data), [&] { return make_backward_data(g); });
-          run(*prim, gyc, wc, out, nullptr);
-        });
-      });
+      backward_data_onednn(g, gy, w, gx);
     }
   });
 }
 
 void conv2d_backward_weights(const Array& x, const Array& gy, const Array& gw, const Conv2dParams& p) {
   if (gw.size() == 0) return;
-  if (is_half(gw.dtype())) {
-    in_float32(gw, {&x, &gy},
-               [&](const std::vector<Array>& a, const Array& o) { conv2d_backward_weights(a[0], a[1], o, p); });
-    return;
-  }
   if (x.size() == 0 || gy.size() == 0) {
     fill(gw, 0.0);
     return;
   }
   Geometry g = geometry(x.shape(), gw.shape(), gy.shape(), p, false);
+  if (is_half(gw.dtype())) {
+    g.type = detail::onednn_type(gw.dtype());
+    if (native_half(gw.dtype()) && backward_weights_onednn(g, x, gy, gw)) return;
+    in_float32(gw, {&x, &gy},
+               [&](const std::vector<Array>& a, const Array& o) { conv2d_backward_weights(a[0], a[1], o, p); });
+    return;
+  }
   dispatch_floating(gw.dtype(), "conv2d_backward_weights", [&]<class T>() {
     if constexpr (std::is_same_v<T, double>) {
       into_nchw(gw, [&](const Array& out) { backward_weights_gemm<double>(g, x.contiguous(), gy.contiguous(), out); });
@@ -596,19 +621,13 @@ void conv2d_backward_weights(const Array& x, const Array& gy, const Array& gw, c
         into_nchw(gw, [&](const Array& out) { backward_weights_gemm<float>(g, x.contiguous(), gy, out); });
         return;
       }
-      const Array xc = activation(x, g.x_nhwc), gyc = activation(gy, g.y_nhwc);
-      into_nchw(gw, [&](const Array& out) {
-        with_dnnl("convolution_2d", g, [&] {
-          auto prim = cache().get(g.key(Direction::backward_weights), [&] { return make_backward_weights(g); });
-          run(*prim, xc, gyc, out, nullptr);
-        });
-      });
+      backward_weights_onednn(g, x, gy, gw);
     }
   });
 }
 
 MemoryFormat conv2d_memory_format(Dtype dtype) {
-  return dtype == Dtype::float32 ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+  return dtype == Dtype::float32 || native_half(dtype) ? MemoryFormat::channels_last : MemoryFormat::contiguous;
 }
 
 }  // namespace rensa::backends::cpu

@@ -1,0 +1,37 @@
+#pragma once
+/// \file
+/// What the host CPU can do, as the cpu backend's kernels see it: the instruction-set extensions
+/// it picks kernels by, and how 16-bit floating-point matrix products and convolutions run.
+
+#include <string>
+
+#include "rensa/core/dtype.h"
+
+namespace rensa {
+
+/// Instruction-set extensions of the CPU the process runs on (read once, at the first call).
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512_bf16 = false;  ///< AVX512_BF16: bfloat16 dot products (vdpbf16ps)
+  bool amx_bf16 = false;     ///< AMX tiles with bfloat16 multiplication
+  bool avx512_fp16 = false;  ///< AVX512_FP16: IEEE half arithmetic
+};
+
+/// The features of this machine's CPU. Never throws.
+const CpuFeatures& cpu_features();
+
+/// True when the cpu backend computes bfloat16 matrix products and convolutions natively (oneDNN's
+/// bfloat16 kernels, float32 accumulation): the CPU has AVX512_BF16 or AMX-BF16, and the environment
+/// variable `RENSA_NATIVE_BF16` is not `0` (read once, at the first call). Otherwise bfloat16 is
+/// computed in float32 and rounded. Never throws.
+bool native_bf16();
+
+/// One line saying how the cpu backend computes matrix products and convolutions of `dtype`
+/// ("bfloat16: oneDNN bf16 kernels (AVX512_BF16, AMX)", "float16: float32 compute, rounded", ...),
+/// for benchmarks and logs. Other dtypes: "<dtype>: computed in <dtype>".
+std::string half_compute_path(Dtype dtype);
+
+}  // namespace rensa

@@ -1,0 +1,94 @@
+// The CPU's instruction-set extensions, read with cpuid (and xgetbv for what the OS enables), and
+// whether the cpu backend runs bfloat16 natively.
+#include "rensa/core/cpu_features.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace rensa {
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+uint64_t xcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid(1, a, b, c, d);
+  const bool osxsave = (c >> 27) & 1u;
+  if (!osxsave) return f;
+  const uint64_t xcr = xcr0();
+  const bool os_avx = (xcr & 0x6u) == 0x6u;                 // XMM and YMM state
+  const bool os_avx512 = os_avx && (xcr & 0xe0u) == 0xe0u;  // opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_amx = (xcr & 0x60000u) == 0x60000u;         // XTILECFG, XTILEDATA
+  const bool fma = (c >> 12) & 1u, f16c = (c >> 29) & 1u;
+  __cpuid_count(7, 0, a, b, c, d);
+  const bool avx2 = (b >> 5) & 1u, avx512f = (b >> 16) & 1u;
+  const bool amx_bf16 = (d >> 22) & 1u, avx512_fp16 = (d >> 23) & 1u, amx_tile = (d >> 24) & 1u;
+  const unsigned max_sub = a;
+  bool avx512_bf16 = false;
+  if (max_sub >= 1) {
+    __cpuid_count(7, 1, a, b, c, d);
+    avx512_bf16 = (a >> 5) & 1u;
+  }
+  f.avx2 = os_avx && avx2;
+  f.fma = os_avx && fma;
+  f.f16c = os_avx && f16c;
+  f.avx512f = os_avx512 && avx512f;
+  f.avx512_bf16 = f.avx512f && avx512_bf16;
+  f.amx_bf16 = os_amx && amx_tile && amx_bf16;
+  f.avx512_fp16 = f.avx512f && avx512_fp16;
+  return f;
+}
+#else
+CpuFeatures detect() {
+  return {};
+}
+#endif
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+bool native_bf16() {
+  static const bool native = [] {
+    const CpuFeatures& f = cpu_features();
+    if (!f.avx512_bf16 && !f.amx_bf16) return false;
+    const char* env = std::getenv("RENSA_NATIVE_BF16");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return native;
+}
+
+std::string half_compute_path(Dtype dtype) {
+  if (dtype == Dtype::bfloat16) {
+    if (native_bf16()) {
+      const CpuFeatures& f = cpu_features();
+      std::string isa = f.avx512_bf16 ? "AVX512_BF16" : "";
+      if (f.amx_bf16) isa += isa.empty() ? "AMX" : ", AMX";
+      return "bfloat16: oneDNN bf16 kernels (" + isa + "), float32 accumulation";
+    }
+    const char* env = std::getenv("RENSA_NATIVE_BF16");
+    const bool disabled =
+        env != nullptr && std::strcmp(env, "0") == 0 && (cpu_features().avx512_bf16 || cpu_features().amx_bf16);
+    return std::string("bfloat16: float32 compute, rounded (") +
+           (disabled ? "native bf16 disabled by RENSA_NATIVE_BF16=0" : "no native bf16 on this CPU") + ")";
+  }
+  if (dtype == Dtype::float16) return "float16: float32 compute, rounded";
+  return std::string(dtype_name(dtype)) + ": computed in " + std::string(dtype_name(dtype));
+}
+
+}  // namespace rensa
