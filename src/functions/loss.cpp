@@ -193,8 +193,13 @@ Variable mean_squared_error(const Variable& a, const Variable& b) {
   detail::check_floating(op, b, "b");
   RENSA_CHECK(a.shape() == b.shape(), ShapeError, op, ": a ", a.shape(), " and b ", b.shape(),
               " must have the same shape");
+  // A 16-bit operand (a prediction under a mixed policy, say, against float32 targets) is compared
+  // in float32.
+  if ((detail::is_half(a.dtype()) || detail::is_half(b.dtype())) && (a.dtype() != b.dtype() || a.dtype() != Dtype::float32)) {
+    const auto f32 = [](const Variable& v) { return v.dtype() == Dtype::float32 ? v : cast(v, Dtype::float32); };
+    return mean_squared_error(f32(a), f32(b));
+  }
   detail::check_same_dtype_device(op, {&a, &b});
-  if (detail::is_half(a.dtype())) return mean_squared_error(cast(a, Dtype::float32), cast(b, Dtype::float32));
   return mean(square(sub(a, b)));
 }
 
