@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "rensa/rensa.h"
@@ -110,8 +111,9 @@ TEST(HalfKernels, Matmul2d) {
   const int64_t sizes[][3] = {{1, 1, 1}, {17, 33, 65}, {64, 784, 100}, {3, 1, 5}, {1, 40, 1}, {2, 2000, 3}};
   for (const auto& s : sizes) {
     const int64_t m = s[0], k = s[1], n = s[2];
-    const std::string what = "(" + std::to_string(m) + ", " + std::to_string(k) + ") @ (" + std::to_string(k) + ", " +
-                             std::to_string(n) + ")";
+    std::ostringstream os;
+    os << Shape{m, k} << " @ " << Shape{k, n};
+    const std::string what = os.str();
     check_matmul(rand_bf16({m, k}, 1), rand_bf16({k, n}, 2), what);
     check_matmul(rand_bf16({k, m}, 3).transpose(), rand_bf16({k, n}, 4), what + " a transposed");
     check_matmul(rand_bf16({m, k}, 5), rand_bf16({n, k}, 6).transpose(), what + " b transposed");
@@ -320,6 +322,35 @@ TEST(HalfKernels, Pooling) {
       cpu_kernels().avg_pool2d_backward(gy, ga, p);
       ref_kernels().avg_pool2d_backward(ref64(gy), ga64, p);
       expect_close(ga, ga64, "average backward " + what);
+    }
+  }
+}
+
+// Max pooling of 16-bit floats compares them as they are: ties keep the first maximum, a NaN wins
+// over numbers, exactly as on the reference backend, in both layouts.
+TEST(HalfKernels, MaxPoolingTiesAndNaN) {
+  const Pool2dParams p{.ksize_y = 3, .ksize_x = 2, .stride_y = 1, .stride_x = 2, .pad_y = 1, .pad_x = 0};
+  const Shape xs{2, 3, 6, 8}, ys{2, 3, 6, 4};
+  for (Dtype dt : {Dtype::bfloat16, Dtype::float16}) {
+    // Few distinct values (many ties), a NaN in a few windows.
+    Array base = rensa::test::randu(xs, -2.0, 2.0, Dtype::float64, 3);
+    std::vector<double> v = base.to_vector<double>();
+    for (double& e : v) e = std::round(e);
+    v[5] = v[77] = v[200] = NAN;
+    Array x = Array::from_vector(v, xs).astype(dt);
+    for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+      Array y = Array::empty(ys, dt, Device::cpu(), fmt), idx = Array::empty(ys, Dtype::int32, Device::cpu(), fmt);
+      Array yr = Array::empty(ys, dt, Device::reference()), idxr = Array::empty(ys, Dtype::int32, Device::reference());
+      cpu_kernels().max_pool2d_forward(x.to_memory_format(fmt), y, idx, p);
+      ref_kernels().max_pool2d_forward(x.to(Device::reference()), yr, idxr, p);
+      EXPECT_TRUE(rensa::array_equal(idx, idxr.to(Device::cpu())))
+          << dt << (fmt == MemoryFormat::channels_last ? " NHWC" : " NCHW");
+      const auto a = y.astype(Dtype::float64).to_vector<double>(),
+                 r = yr.to(Device::cpu()).astype(Dtype::float64).to_vector<double>();
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_TRUE(a[i] == r[i] || (std::isnan(a[i]) && std::isnan(r[i])))
+            << dt << " element " << i << ": " << a[i] << " vs " << r[i];
+      }
     }
   }
 }
