@@ -1,7 +1,6 @@
 // cpu kernels: fill, copy (with dtype conversion), unary and binary elementwise ops.
-#include "src/backends/cpu/kernels.h"
-
 #include "src/backends/common/scalar_ops.h"
+#include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
 
 namespace rensa::backends::cpu {
@@ -49,11 +48,13 @@ void unary(UnaryOp op, const Array& x, const Array& y, double p0, double p1) {
         const T* a = reinterpret_cast<const T*>(r.ptr[0]);
         T* b = reinterpret_cast<T*>(r.ptr[1]);
         if (r.stride[0] == 1 && r.stride[1] == 1) {
+          // convert<T>, not T(...): GCC 12 does not vectorize this loop for a 16-bit T when the
+          // result is a functional cast (an object temporary under omp simd), but does with convert.
 #pragma omp simd
-          for (int64_t i = 0; i < r.n; ++i) b[i] = T(unary_fn<Op, C>(static_cast<C>(a[i]), c0, c1));
+          for (int64_t i = 0; i < r.n; ++i) b[i] = convert<T>(unary_fn<Op, C>(static_cast<C>(a[i]), c0, c1));
         } else {
           for (int64_t i = 0; i < r.n; ++i) {
-            b[i * r.stride[1]] = T(unary_fn<Op, C>(static_cast<C>(a[i * r.stride[0]]), c0, c1));
+            b[i * r.stride[1]] = convert<T>(unary_fn<Op, C>(static_cast<C>(a[i * r.stride[0]]), c0, c1));
           }
         }
       });
@@ -92,8 +93,8 @@ void binary(BinaryOp op, const Array& a, const Array& b, const Array& out) {
       if (out.dtype() == a.dtype()) {
         run.template operator()<T, Op>();
       } else {
-        RENSA_CHECK(is_comparison(Op) && out.dtype() == Dtype::bool_, DtypeError,
-                    "cpu binary: output dtype ", out.dtype(), " does not match input dtype ", a.dtype());
+        RENSA_CHECK(is_comparison(Op) && out.dtype() == Dtype::bool_, DtypeError, "cpu binary: output dtype ",
+                    out.dtype(), " does not match input dtype ", a.dtype());
         if constexpr (is_comparison(Op)) run.template operator()<bool, Op>();
       }
     });

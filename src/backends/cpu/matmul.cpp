@@ -120,12 +120,13 @@ bool onednn_layout(const Array& a, dn::memory::dims& dims, dn::memory::dims& str
   return true;
 }
 
+// The primitive, or one marked not ok when oneDNN cannot make it (unimplemented for these layouts,
+// or descriptions it rejects): the caller then falls back to float32.
 MatmulPrimitive make_matmul(const dn::memory::desc& a, const dn::memory::desc& b, const dn::memory::desc& c) {
   MatmulPrimitive p;
   try {
     p.prim = dn::matmul(dn::matmul::primitive_desc(dn::matmul::desc(a, b, c), detail::onednn_engine()));
-  } catch (const dn::error& e) {
-    if (e.status != dnnl_unimplemented) throw;
+  } catch (const dn::error&) {
     p.ok = false;
   }
   return p;
@@ -147,6 +148,9 @@ bool matmul_bf16(const Array& a_in, const Array& b_in, const Array& out) {
     onednn_layout(b, bd, bs);
   }
   if (!onednn_layout(out, od, os)) return false;
+  for (std::size_t d = 0; d + 2 < nd; ++d) {
+    if (ad[d] == 1 && bd[d] == 1 && od[d] != 1) return false;  // both broadcast: oneDNN cannot say it
+  }
   const dn::memory::data_type t = detail::onednn_type(out.dtype());
   auto key = [&] {
     MatmulKey k;

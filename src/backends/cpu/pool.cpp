@@ -2,8 +2,9 @@
 // for channels-last outputs the loops of pool_nhwc.cpp (inputs converted to the output's layout).
 // Pooling is memory-bound and a window touches few elements, so a plain NCHW loop runs at memory
 // speed; it also produces the argmax positions rensa's max-pooling backward and double backward
-// share (oneDNN's max-pooling workspace is opaque and tied to its own backward). 16-bit floats
-// are computed in float32.
+// share (oneDNN's max-pooling workspace is opaque and tied to its own backward). Max-pooling
+// forward compares and copies 16-bit floats as they are (exact, no conversion); the other kernels
+// compute 16-bit floats in float32 (sums of overlapping windows and averages round once).
 #include <omp.h>
 
 #include <algorithm>
@@ -58,7 +59,7 @@ inline void tap_range(int64_t kx, int64_t stride, int64_t pad, int64_t w, int64_
 // m ? v : b for m all ones or zero, on the bits.
 template <class T, class M>
 inline T select_bits(M m, T v, T b) {
-  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  using U = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
   const U mu = static_cast<U>(static_cast<int64_t>(m));
   return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(v) & mu) | (std::bit_cast<U>(b) & ~mu)));
 }
@@ -268,19 +269,18 @@ Array f32_like(const Array& a) {
 
 void max_pool2d_forward(const Array& x, const Array& y, const Array& indices, const Pool2dParams& p) {
   if (y.size() == 0) return;
-  if (is_half(x.dtype())) {
-    Array y32 = f32_like(y);
-    max_pool2d_forward(to_f32(x), y32, indices, p);
-    copy(y32, y);
-    return;
-  }
   const bool nhwc = runs_nhwc(y);
   check_output("max_pool2d_forward", y, nhwc);
   check_output("max_pool2d_forward", indices, nhwc);
   const Array xc = in_layout(x, nhwc);
-  dispatch_f32_f64(x.dtype(), "max_pool2d_forward", [&]<class T>() {
-    nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p);
-  });
+  auto run = [&]<class T>() { nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p); };
+  if (is_half(x.dtype())) {
+    dispatch(x.dtype(), [&]<class T>() {  // compares and copies: exact in the 16-bit type itself
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) run.template operator()<T>();
+    });
+    return;
+  }
+  dispatch_f32_f64(x.dtype(), "max_pool2d_forward", run);
 }
 
 void max_pool2d_backward(const Array& gy, const Array& indices, const Array& gx) {

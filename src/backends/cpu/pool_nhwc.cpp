@@ -60,7 +60,7 @@ void for_each_window(const Dims& d, const Pool2dParams& p, const T* px, int64_t 
 
 template <class T>
 void max_forward(const Array& x, const Array& y, const Array& indices, const Pool2dParams& p) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
   const Dims d = dims_of(x.shape(), y.shape());
   const T* px = x.data<T>();
   T* py = y.data<T>();
@@ -82,10 +82,10 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
                         for (int64_t c = 0; c < d.c; ++c) {
                           const T b = best[c], e = v[c];
                           const bool take = (e > b) | ((e != e) & (b == b));
-                          const Bits m = -static_cast<Bits>(take);
+                          const auto m = static_cast<Bits>(-static_cast<int64_t>(take));
                           best[c] = std::bit_cast<T>(
                               static_cast<Bits>((std::bit_cast<Bits>(e) & m) | (std::bit_cast<Bits>(b) & ~m)));
-                          const auto m32 = static_cast<int32_t>(m);
+                          const auto m32 = -static_cast<int32_t>(take);
                           arg[c] = (pos & m32) | (arg[c] & ~m32);
                         }
                       }
@@ -178,6 +178,8 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
 
 template void max_forward<float>(const Array&, const Array&, const Array&, const Pool2dParams&);
 template void max_forward<double>(const Array&, const Array&, const Array&, const Pool2dParams&);
+template void max_forward<Half>(const Array&, const Array&, const Array&, const Pool2dParams&);
+template void max_forward<BFloat16>(const Array&, const Array&, const Array&, const Pool2dParams&);
 template void max_backward<float>(const Array&, const Array&, const Array&);
 template void max_backward<double>(const Array&, const Array&, const Array&);
 template void max_gather<float>(const Array&, const Array&, const Array&);

@@ -13,10 +13,13 @@
 // of the order of the scale.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "rensa/rensa.h"
 #include "rensa/testing/gradient_check.h"
@@ -110,8 +113,9 @@ TEST(HalfKernels, Matmul2d) {
   const int64_t sizes[][3] = {{1, 1, 1}, {17, 33, 65}, {64, 784, 100}, {3, 1, 5}, {1, 40, 1}, {2, 2000, 3}};
   for (const auto& s : sizes) {
     const int64_t m = s[0], k = s[1], n = s[2];
-    const std::string what = "(" + std::to_string(m) + ", " + std::to_string(k) + ") @ (" + std::to_string(k) + ", " +
-                             std::to_string(n) + ")";
+    std::ostringstream os;
+    os << Shape{m, k} << " @ " << Shape{k, n};
+    const std::string what = os.str();
     check_matmul(rand_bf16({m, k}, 1), rand_bf16({k, n}, 2), what);
     check_matmul(rand_bf16({k, m}, 3).transpose(), rand_bf16({k, n}, 4), what + " a transposed");
     check_matmul(rand_bf16({m, k}, 5), rand_bf16({n, k}, 6).transpose(), what + " b transposed");
@@ -141,6 +145,8 @@ TEST(HalfKernels, MatmulBatched) {
   check_matmul(rand_bf16({2, 1, 5, 7}, 7).broadcast_to({2, 3, 5, 7}),
                rand_bf16({1, 3, 7, 4}, 8).broadcast_to({2, 3, 7, 4}), "both broadcast");
   check_matmul(rand_bf16({3, 1, 1}, 9), rand_bf16({3, 1, 1}, 10), "1x1 batches");
+  check_matmul(rand_bf16({1, 4, 6}, 13).broadcast_to({3, 4, 6}), rand_bf16({1, 6, 2}, 14).broadcast_to({3, 6, 2}),
+               "both broadcast on the same axis");
   // More axes than the primitive takes.
   check_matmul(rand_bf16({2, 1, 2, 1, 2, 3, 4}, 11), rand_bf16({2, 1, 2, 1, 2, 4, 5}, 12), "seven axes");
 }
@@ -324,6 +330,35 @@ TEST(HalfKernels, Pooling) {
   }
 }
 
+// Max pooling of 16-bit floats compares them as they are: ties keep the first maximum, a NaN wins
+// over numbers, exactly as on the reference backend, in both layouts.
+TEST(HalfKernels, MaxPoolingTiesAndNaN) {
+  const Pool2dParams p{.ksize_y = 3, .ksize_x = 2, .stride_y = 1, .stride_x = 2, .pad_y = 1, .pad_x = 0};
+  const Shape xs{2, 3, 6, 8}, ys{2, 3, 6, 4};
+  for (Dtype dt : {Dtype::bfloat16, Dtype::float16}) {
+    // Few distinct values (many ties), a NaN in a few windows.
+    Array base = rensa::test::randu(xs, -2.0, 2.0, Dtype::float64, 3);
+    std::vector<double> v = base.to_vector<double>();
+    for (double& e : v) e = std::round(e);
+    v[5] = v[77] = v[200] = NAN;
+    Array x = Array::from_vector(v, xs).astype(dt);
+    for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+      Array y = Array::empty(ys, dt, Device::cpu(), fmt), idx = Array::empty(ys, Dtype::int32, Device::cpu(), fmt);
+      Array yr = Array::empty(ys, dt, Device::reference()), idxr = Array::empty(ys, Dtype::int32, Device::reference());
+      cpu_kernels().max_pool2d_forward(x.to_memory_format(fmt), y, idx, p);
+      ref_kernels().max_pool2d_forward(x.to(Device::reference()), yr, idxr, p);
+      EXPECT_TRUE(rensa::array_equal(idx, idxr.to(Device::cpu())))
+          << dt << (fmt == MemoryFormat::channels_last ? " NHWC" : " NCHW");
+      const auto a = y.astype(Dtype::float64).to_vector<double>(),
+                 r = yr.to(Device::cpu()).astype(Dtype::float64).to_vector<double>();
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_TRUE(a[i] == r[i] || (std::isnan(a[i]) && std::isnan(r[i])))
+            << dt << " element " << i << ": " << a[i] << " vs " << r[i];
+      }
+    }
+  }
+}
+
 // ---- conversions -----------------------------------------------------------------------------------
 
 // float32 -> bfloat16 rounds to nearest even and keeps NaN a NaN, in the vectorized cast too.
@@ -360,6 +395,63 @@ TEST(HalfKernels, CastToBfloat16) {
       EXPECT_EQ(bits[i], want) << "element " << i << " = " << v[i];
     }
   }
+}
+
+// The float16 conversions (branch-free, so casts vectorize) against the integer formulas they
+// replaced: every half to float, and floats over every exponent with many mantissas (ties, the
+// subnormal and overflow boundaries, NaN and infinity among them), through the scalar type and
+// through the array cast. The two were also compared on all 2^32 floats when written.
+uint16_t float_to_half_reference(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (x > 0x7f800000u ? 0x200u : 0u));
+  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (x < 0x38800000u) {
+    if (x < 0x33000000u) return static_cast<uint16_t>(sign);
+    const uint32_t mant = (x & 0x7fffffu) | 0x800000u, shift = 126u - (x >> 23);
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (x - 0x38000000u) >> 13;
+  const uint32_t rem = x & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+float half_to_float_reference(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) * (1.0f / 16777216.0f);
+    return mant == 0 ? std::bit_cast<float>(sign) : (sign ? -v : v);
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+TEST(HalfKernels, Float16Conversions) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto b = static_cast<uint16_t>(h);
+    ASSERT_EQ(std::bit_cast<uint32_t>(rensa::detail::half_bits_to_float(b)),
+              std::bit_cast<uint32_t>(half_to_float_reference(b)))
+        << std::hex << h;
+  }
+  std::vector<float> v;
+  for (uint32_t e = 0; e < 512; ++e) {  // sign and exponent
+    for (uint32_t m : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2000u, 0x3000u, 0x7fffffu, 0x400000u, 0x7fe000u}) {
+      v.push_back(std::bit_cast<float>((e << 23) | m));
+    }
+    for (uint32_t k = 0; k < 64; ++k) v.push_back(std::bit_cast<float>((e << 23) | ((k * 2654435761u) & 0x7fffffu)));
+  }
+  for (float f : v) {
+    ASSERT_EQ(rensa::detail::float_to_half_bits(f), float_to_half_reference(f))
+        << std::hex << std::bit_cast<uint32_t>(f);
+  }
+  Array h = Array::from_vector(v, Shape{static_cast<int64_t>(v.size())}).astype(Dtype::float16);
+  const auto* bits = static_cast<const uint16_t*>(h.raw_data());
+  for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(bits[i], float_to_half_reference(v[i])) << i;
 }
 
 }  // namespace
