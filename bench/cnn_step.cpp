@@ -22,7 +22,10 @@ struct Conv3x3 : rensa::Link {
     add_param("W", rensa::random::normal({out, in, 3, 3}, 0.0, scale, rensa::Dtype::float32));
     add_param("b", Array::zeros({out}));
   }
-  Variable forward(const Variable& x) override { return F::convolution_2d(x, param("W"), param("b")); }
+  // mixed_cast: 16-bit compute under a mixed --dtype, as Convolution2D does.
+  Variable forward(const Variable& x) override {
+    return F::convolution_2d(L::mixed_cast(x), L::mixed_cast(param("W")), L::mixed_cast(param("b")));
+  }
   using Link::forward;
 };
 
