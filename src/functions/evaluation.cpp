@@ -37,6 +37,12 @@ void check_class_scores(const char* op, const Variable& y, const Array& t) {
 
 }  // namespace
 
+// The dtype of a count and a rate: float32 for 16-bit scores, whose counts past 256 (bfloat16) or
+// 2048 (float16) are inexact.
+namespace {
+Dtype count_dtype(const Variable& y) { return detail::is_half(y.dtype()) ? Dtype::float32 : y.dtype(); }
+}  // namespace
+
 Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label) {
   constexpr const char* op = "accuracy";
   check_class_scores(op, y, t);
@@ -53,7 +59,7 @@ Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label) {
 
   const Shape all = detail::normalize_axes(op, {}, t.ndim());
   auto count = [&](const Array& mask) {
-    return detail::reduce(op, ReduceOp::sum, mask, all, false, Dtype::int64).astype(y.dtype());
+    return detail::reduce(op, ReduceOp::sum, mask, all, false, Dtype::int64).astype(count_dtype(y));
   };
   // All labels ignored: 0 hits over max(0, 1) gives 0, as Chainer.
   Array total = count(valid);
@@ -71,7 +77,7 @@ Variable binary_accuracy(const Variable& y, const Array& t) {
       detail::binary(op, BinaryOp::ge, y.array(), detail::scalar_like(0.0, y.array()), true).astype(Dtype::int64);
   const Shape all = detail::normalize_axes(op, {}, t.ndim());
   auto count = [&](const Array& mask) {
-    return detail::reduce(op, ReduceOp::sum, mask, all, false, Dtype::int64).astype(y.dtype());
+    return detail::reduce(op, ReduceOp::sum, mask, all, false, Dtype::int64).astype(count_dtype(y));
   };
   Array total = count(detail::binary(op, BinaryOp::ne, labels, detail::scalar_like(-1.0, labels), true));
   total = detail::binary(op, BinaryOp::maximum, total, detail::scalar_like(1.0, total));

@@ -187,6 +187,22 @@ TEST_P(MixedPolicy, SoftmaxAndLossesComputeInFloat32) {
   EXPECT_EQ(F::mean_squared_error(x, x).dtype(), Dtype::float32);
 }
 
+// Regression: the accuracy of 16-bit scores was a 16-bit number, so 891 hits of 1000 read 0.890625
+// in bfloat16.
+TEST_P(MixedPolicy, AccuracyOfHalfScoresIsExactFloat32) {
+  const Policy p = GetParam();
+  std::vector<int32_t> labels(1000);
+  for (int i = 0; i < 1000; ++i) labels[static_cast<std::size_t>(i)] = i < 891 ? 1 : 0;
+  Array y = Array::zeros({1000, 2}, Dtype::float32);
+  y.slice(1, 1, 2).fill(1.0);  // every prediction is class 1
+  const Variable acc = F::accuracy(Variable(y.astype(p.compute)), Array::from_vector(labels, {1000}));
+  EXPECT_EQ(acc.dtype(), Dtype::float32);
+  EXPECT_FLOAT_EQ(acc.array().item<float>(), 0.891f);
+  const Variable bin =
+      F::binary_accuracy(Variable(Array::ones({1000}, p.compute)), Array::from_vector(labels, {1000}));
+  EXPECT_FLOAT_EQ(bin.array().item<float>(), 0.891f);
+}
+
 // An MLP trained under the policy follows the float32 run: same initial parameters (float32 under
 // both), losses within the 16-bit rounding of the activations.
 TEST_P(MixedPolicy, ClassifierTrainsLikeFloat32) {
