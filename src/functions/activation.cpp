@@ -226,7 +226,7 @@ Variable softplus(const Variable& x, double beta) {
 Variable softmax(const Variable& x, int64_t axis) {
   detail::check_floating("softmax", x);
   // 16-bit inputs are normalized in float32 and rounded once (docs/mixed_precision.md).
-  if (detail::is_half(x.dtype())) return cast(softmax(cast(x, Dtype::float32), axis), x.dtype());
+  if (is_half(x.dtype())) return cast(softmax(cast(x, Dtype::float32), axis), x.dtype());
   const int64_t ax = normalize_axis(axis, x.ndim(), "softmax");
   Array y;
   if (x.size() == 0) {
@@ -249,7 +249,7 @@ Variable softmax(const Variable& x, int64_t axis) {
 
 Variable log_softmax(const Variable& x, int64_t axis) {
   detail::check_floating("log_softmax", x);
-  if (detail::is_half(x.dtype())) return cast(log_softmax(cast(x, Dtype::float32), axis), x.dtype());
+  if (is_half(x.dtype())) return cast(log_softmax(cast(x, Dtype::float32), axis), x.dtype());
   const int64_t ax = normalize_axis(axis, x.ndim(), "log_softmax");
   Array y;
   if (x.size() == 0) {

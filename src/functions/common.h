@@ -12,8 +12,6 @@
 
 namespace rensa::functions::detail {
 
-/// float16 or bfloat16: the dtypes computed in float32 where accumulation matters.
-constexpr bool is_half(Dtype d) { return d == Dtype::float16 || d == Dtype::bfloat16; }
 /// Throws DtypeError unless `v` has a floating dtype.
 void check_floating(const char* op, const Variable& v, const char* what = "x");
 /// Throws DtypeError unless all have the same dtype, DeviceError unless all are on one device.

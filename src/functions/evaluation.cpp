@@ -40,7 +40,7 @@ void check_class_scores(const char* op, const Variable& y, const Array& t) {
 // The dtype of a count and a rate: float32 for 16-bit scores, whose counts past 256 (bfloat16) or
 // 2048 (float16) are inexact.
 namespace {
-Dtype count_dtype(const Variable& y) { return detail::is_half(y.dtype()) ? Dtype::float32 : y.dtype(); }
+Dtype count_dtype(const Variable& y) { return is_half(y.dtype()) ? Dtype::float32 : y.dtype(); }
 }  // namespace
 
 Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label) {

@@ -61,7 +61,7 @@ Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore
   constexpr const char* op = "softmax_cross_entropy";
   detail::check_floating(op, x);
   // Losses of 16-bit inputs are computed and returned in float32 (docs/mixed_precision.md).
-  if (detail::is_half(x.dtype())) return softmax_cross_entropy(cast(x, Dtype::float32), t, ignore_label, reduce);
+  if (is_half(x.dtype())) return softmax_cross_entropy(cast(x, Dtype::float32), t, ignore_label, reduce);
   check_labels(op, x, t);
   const Reduce mode = parse_reduce(op, reduce);
   const Shape& xs = x.shape();
@@ -160,7 +160,7 @@ Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore
 Variable sigmoid_cross_entropy(const Variable& x, const Array& t, std::string_view reduce) {
   constexpr const char* op = "sigmoid_cross_entropy";
   detail::check_floating(op, x);
-  if (detail::is_half(x.dtype())) return sigmoid_cross_entropy(cast(x, Dtype::float32), t, reduce);
+  if (is_half(x.dtype())) return sigmoid_cross_entropy(cast(x, Dtype::float32), t, reduce);
   check_labels(op, x, t);
   const Reduce mode = parse_reduce(op, reduce);
   RENSA_CHECK(x.shape() == t.shape(), ShapeError, op, ": x ", x.shape(), " and t ", t.shape(),
@@ -195,7 +195,7 @@ Variable mean_squared_error(const Variable& a, const Variable& b) {
               " must have the same shape");
   // A 16-bit operand (a prediction under a mixed policy, say, against float32 targets) is compared
   // in float32.
-  if ((detail::is_half(a.dtype()) || detail::is_half(b.dtype())) && (a.dtype() != b.dtype() || a.dtype() != Dtype::float32)) {
+  if (is_half(a.dtype()) || is_half(b.dtype())) {
     const auto f32 = [](const Variable& v) { return v.dtype() == Dtype::float32 ? v : cast(v, Dtype::float32); };
     return mean_squared_error(f32(a), f32(b));
   }

@@ -81,7 +81,7 @@ BatchNormResult batch_normalization_over_workers(const char* op, const Variable&
                                                  const Variable& beta, const BatchNormOptions& options,
                                                  const Shape& axes, const ParamShapes& ps, int64_t m) {
   // 16-bit sums of a large batch overflow: the statistics are taken in float32.
-  const bool half = detail::is_half(x.dtype());
+  const bool half = is_half(x.dtype());
   const Variable xs = half ? cast(x, Dtype::float32) : x;
   const int64_t p = ps.param.numel();
   // Pass 1: the sums of x with the element count appended, in one reduction.

@@ -84,7 +84,7 @@ Variable mean(const Variable& x, const Shape& axes_in, bool keepdims) {
   for (int64_t a : axes) n *= x.shape()[static_cast<std::size_t>(a)];
   // The mean of nothing is NaN, as NumPy.
   const double scale = n == 0 ? NAN : 1.0 / static_cast<double>(n);
-  if (!detail::is_half(x.dtype())) return mul(sum(x, axes, keepdims), scale);
+  if (!is_half(x.dtype())) return mul(sum(x, axes, keepdims), scale);
   // 16-bit floats: sum and scale in float32 and round once, so that a mean whose sum exceeds the
   // float16 range (65504) stays finite.
   Array s = detail::reduce("mean", ReduceOp::sum, x.array(), axes, keepdims, Dtype::float32);
@@ -110,7 +110,7 @@ Variable argmin(const Variable& x, std::optional<int64_t> axis, bool keepdims) {
 Variable logsumexp(const Variable& x, const Shape& axes_in, bool keepdims) {
   detail::check_floating("logsumexp", x);
   // 16-bit floats are computed in float32 (a float16 sum of exponentials overflows past 65504 terms).
-  if (detail::is_half(x.dtype())) {
+  if (is_half(x.dtype())) {
     return cast(logsumexp(cast(x, Dtype::float32), axes_in, keepdims), x.dtype());
   }
   const Shape axes = detail::normalize_axes("logsumexp", axes_in, x.ndim());

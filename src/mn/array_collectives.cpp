@@ -72,6 +72,20 @@ std::vector<int64_t> exchange_headers(const Array& x, const char* op, int size, 
   return bytes;
 }
 
+// The ranks' arrays in `all` (their bytes back to back at `displs`), shaped by their headers and
+// moved to `device`.
+std::vector<Array> split_gathered(const Array& all, const std::vector<int64_t>& headers,
+                                  const std::vector<int64_t>& bytes, const std::vector<int>& displs, Device device) {
+  const int64_t isz = static_cast<int64_t>(all.itemsize());
+  std::vector<Array> out;
+  for (std::size_t r = 0; r < bytes.size(); ++r) {
+    const int64_t* h = &headers[r * kHeader];
+    const int64_t begin = displs[r] / isz;
+    out.push_back(to_device(all.slice(0, begin, begin + bytes[r] / isz).reshape(header_shape(h)), device));
+  }
+  return out;
+}
+
 void check_not_null(const char* op, const Array& x) {
   RENSA_CHECK(!x.is_null(), ValueError, op, ": null array");
 }
@@ -87,7 +101,7 @@ Array CommunicatorImpl::allreduce(const Array& x, ReduceOp op) {
     check_not_null("allreduce", x);
     RENSA_CHECK(op != ReduceOp::mean || is_floating(x.dtype()), DtypeError,
                 "allreduce: mean needs a floating dtype, got ", dtype_name(x.dtype()), " (shape ", x.shape(), ")");
-    const bool half = x.dtype() == Dtype::float16 || x.dtype() == Dtype::bfloat16;
+    const bool half = is_half(x.dtype());
     Array in = host_contiguous(x);
     if (op == ReduceOp::mean && half) {  // divide before the sum: half precision cannot overflow
       Array scaled = Array::empty(in.shape(), in.dtype(), in.device());
@@ -151,16 +165,8 @@ std::vector<Array> CommunicatorImpl::gather(const Array& x, int root) {
     RENSA_MPI_CHECK(MPI_Gatherv(in.raw_data(), static_cast<int>(in.nbytes()), MPI_BYTE,
                                 is_root ? all.raw_data() : nullptr, to_ints(bytes).data(), displs.data(), MPI_BYTE,
                                 root, fg_.world.get()));
-    std::vector<Array> out;
-    if (!is_root) return out;
-    const int64_t isz = static_cast<int64_t>(itemsize(dtype));
-    for (int r = 0; r < size_; ++r) {
-      const int64_t* h = &headers[static_cast<std::size_t>(r) * kHeader];
-      const int64_t begin = displs[r] / isz;
-      const int64_t end = begin + bytes[static_cast<std::size_t>(r)] / isz;
-      out.push_back(to_device(all.slice(0, begin, end).reshape(header_shape(h)), x.device()));
-    }
-    return out;
+    if (!is_root) return std::vector<Array>();
+    return split_gathered(all, headers, bytes, displs, x.device());
   });
 }
 
@@ -178,14 +184,7 @@ std::vector<Array> CommunicatorImpl::allgather(const Array& x) {
     Array all = Array::empty({total_bytes / isz}, dtype, host_device(x.device()));
     RENSA_MPI_CHECK(MPI_Allgatherv(in.raw_data(), static_cast<int>(in.nbytes()), MPI_BYTE, all.raw_data(),
                                    to_ints(bytes).data(), displs.data(), MPI_BYTE, fg_.world.get()));
-    std::vector<Array> out;
-    for (int r = 0; r < size_; ++r) {
-      const int64_t* h = &headers[static_cast<std::size_t>(r) * kHeader];
-      const int64_t begin = displs[r] / isz;
-      const int64_t end = begin + bytes[static_cast<std::size_t>(r)] / isz;
-      out.push_back(to_device(all.slice(0, begin, end).reshape(header_shape(h)), x.device()));
-    }
-    return out;
+    return split_gathered(all, headers, bytes, displs, x.device());
   });
 }
 

@@ -102,7 +102,7 @@ MPI_Datatype mpi_type(Dtype dtype) {
 
 MPI_Op mpi_op(Dtype dtype, ReduceOp op) {
   if (dtype == Dtype::bool_) return op == ReduceOp::min ? MPI_LAND : MPI_LOR;
-  if (dtype == Dtype::float16 || dtype == Dtype::bfloat16) {
+  if (is_half(dtype)) {
     const HalfTypes& t = half_types();
     const bool h = dtype == Dtype::float16;
     switch (op) {

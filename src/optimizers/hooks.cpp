@@ -46,7 +46,7 @@ void GradientClipping::operator()(Optimizer& optimizer) {
   for_each_grad(optimizer, "GradientClipping", [&](const Array&, const Array& g) {
     if (g.size() == 0) return;
     // 16-bit gradients are squared in float32: their squares overflow float16 from 256 on.
-    const Array gc = (g.dtype() == Dtype::float16 || g.dtype() == Dtype::bfloat16) ? g.astype(Dtype::float32) : g;
+    const Array gc = is_half(g.dtype()) ? g.astype(Dtype::float32) : g;
     const Array sq = fd::unary("GradientClipping", UnaryOp::square, gc);
     Shape axes;
     for (int64_t i = 0; i < sq.ndim(); ++i) axes.push_back(i);

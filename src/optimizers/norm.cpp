@@ -10,7 +10,7 @@ namespace rensa::optimizers::detail {
 double l2_norm(const Array& a, const char* op) {
   namespace fd = rensa::functions::detail;
   if (a.size() == 0) return 0.0;
-  const bool narrow = a.dtype() == Dtype::float16 || a.dtype() == Dtype::bfloat16;
+  const bool narrow = is_half(a.dtype());
   const Array sq = fd::unary(op, UnaryOp::square, narrow ? a.astype(Dtype::float32) : a);
   Shape axes;
   for (int64_t i = 0; i < sq.ndim(); ++i) axes.push_back(i);

@@ -17,11 +17,6 @@ namespace {
 // Loss scaling's upper bound, Chainer's: the largest float16.
 constexpr double kLossScaleMax = 65504.0;
 
-// The dtypes use_fp32_update keeps a float32 master for.
-bool is_16bit(Dtype d) {
-  return d == Dtype::float16 || d == Dtype::bfloat16;
-}
-
 std::string join_names(const std::map<std::string, double>& m) {
   std::ostringstream os;
   bool first = true;
@@ -271,7 +266,7 @@ void Optimizer::for_each_param(const std::function<void(const std::string&, cons
 
 void UpdateRule::update(const Variable& param) {
   const bool via_master =
-      use_fp32_update_ && enabled && !param.is_null() && !param.array().is_null() && is_16bit(param.dtype());
+      use_fp32_update_ && enabled && !param.is_null() && !param.array().is_null() && is_half(param.dtype());
   if (!via_master || param.grad().is_null()) {
     update_core(param);
     return;
@@ -309,7 +304,7 @@ void UpdateRule::serialize_fp32_param(serializers::Serializer& s, const Variable
   fp32_param_ = Array();
   // A snapshot without a master (taken without use_fp32_update, or before the first update) leaves
   // the master to be made from the parameter at the next update.
-  if (!use_fp32_update_ || param.is_null() || param.array().is_null() || !is_16bit(param.dtype()) ||
+  if (!use_fp32_update_ || param.is_null() || param.array().is_null() || !is_half(param.dtype()) ||
       !s.contains(kKey)) {
     return;
   }

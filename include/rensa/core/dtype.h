@@ -35,6 +35,8 @@ constexpr bool is_mixed(Dtype d) { return d == Dtype::mixed16 || d == Dtype::mix
 constexpr bool is_floating(Dtype d) {
   return d == Dtype::float32 || d == Dtype::float64 || d == Dtype::float16 || d == Dtype::bfloat16;
 }
+/// float16 or bfloat16: the 16-bit floats, stored as such and computed in float32.
+constexpr bool is_half(Dtype d) { return d == Dtype::float16 || d == Dtype::bfloat16; }
 /// int32, int64, uint8, bool.
 constexpr bool is_integral(Dtype d) { return !is_floating(d); }
 /// NumPy-style promotion of two dtypes (bool < uint8 < int32 < int64 < floats; float16 with

@@ -26,7 +26,7 @@ Variable cast_variable(const Variable& x, Dtype dtype);
 
 template <class F>
 Variable in_param_dtype(const Variable& x, Dtype param_dtype, F&& f) {
-  const bool half = !x.is_null() && (x.dtype() == Dtype::float16 || x.dtype() == Dtype::bfloat16);
+  const bool half = !x.is_null() && is_half(x.dtype());
   if (!half || param_dtype != Dtype::float32) return f(x);
   return detail::cast_variable(f(detail::cast_variable(x, Dtype::float32)), x.dtype());
 }

@@ -435,9 +435,6 @@ void in_float32(const Array& out, std::initializer_list<const Array*> ins, F&& f
   copy(o32, out);
 }
 
-bool is_half(Dtype d) {
-  return d == Dtype::float16 || d == Dtype::bfloat16;
-}
 
 // An activation as oneDNN takes it: the array itself when channels-last (`nhwc` set) or
 // NCHW-contiguous, else a contiguous copy. An array that is both counts as channels-last, the

@@ -206,7 +206,7 @@ void matmul(const Array& a_in, const Array& b_in, const Array& out) {
     }
     if (done) return;
   }
-  if (dt == Dtype::float16 || dt == Dtype::bfloat16) {
+  if (is_half(dt)) {
     // Compute in float32 and round once.
     Array af = a_in.astype(Dtype::float32), bf = b_in.astype(Dtype::float32);
     Array of = Array::empty(out.shape(), Dtype::float32, out.device());

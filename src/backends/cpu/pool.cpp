@@ -222,9 +222,6 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
   });
 }
 
-bool is_half(Dtype d) {
-  return d == Dtype::float16 || d == Dtype::bfloat16;
-}
 
 // Calls f.template operator()<T>() for float32/float64 (16-bit floats are converted around the
 // call by the kernels below).
