@@ -27,6 +27,37 @@ smoke_run(TRUE "${TRAIN_CNN}" --arch cnn --epoch 2 --limit 256 --batchsize 64 --
 smoke_expect_file(lars/snapshot_iter_8 "the resumed LARS run did not reach iteration 8")
 smoke_run(TRUE "${TRAIN_CNN}" --arch cnn --epoch 1 --limit 128 --batchsize 64 --out lamb --optimizer lamb)
 smoke_expect_outputs(lamb snapshot_iter_2)
+# --ghost-batch: a ghost batch as large as the batch is plain batch normalization (the same training
+# loss; the running variance may round differently),
+# a smaller one changes the statistics; with --bn-population the pass runs on batches of the ghost
+# size (100 examples: no error for the partial last one). Bad values are named.
+function(smoke_losses dir out)
+  file(READ "${WORK_DIR}/${dir}/log" log)
+  string(REGEX MATCHALL "\"main/loss\": [^,]*" losses "${log}")
+  set(${out} "${losses}" PARENT_SCOPE)
+endfunction()
+smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 64 --batchsize 32 --out ghost_none)
+smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 64 --batchsize 32 --out ghost_32 --ghost-batch 32)
+smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 64 --batchsize 32 --out ghost_8 --ghost-batch 8)
+smoke_losses(ghost_none none)
+smoke_losses(ghost_32 g32)
+smoke_losses(ghost_8 g8)
+if(NOT none STREQUAL g32 OR none STREQUAL g8 OR none STREQUAL "")
+  message(FATAL_ERROR "--ghost-batch 32 at batch 32 must equal plain batch normalization and 8 must differ: "
+                      "plain ${none}, 32: ${g32}, 8: ${g8}")
+endif()
+smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 100 --batchsize 64 --out ghost_pop --ghost-batch 32
+          --bn-population)
+smoke_expect_outputs(ghost_pop snapshot_iter_2)
+smoke_run(FALSE "${TRAIN_CNN}" --arch resnet --limit 64 --batchsize 32 --ghost-batch 24)
+if(NOT smoke_output MATCHES "--ghost-batch 24: the batch size 32 is not a multiple of it")
+  message(FATAL_ERROR "--ghost-batch 24 at batch 32 must fail naming the flag, got: ${smoke_output}")
+endif()
+smoke_run(FALSE "${TRAIN_CNN}" --arch cnn --limit 64 --batchsize 32 --ghost-batch 16)
+if(NOT smoke_output MATCHES "--ghost-batch 16: the model has no BatchNormalization layer")
+  message(FATAL_ERROR "--ghost-batch on the cnn (no batch normalization) must fail naming the flag, got: ${smoke_output}")
+endif()
+
 smoke_run(FALSE "${TRAIN_CNN}" --optimizer sgd)
 if(NOT smoke_output MATCHES "--optimizer")
   message(FATAL_ERROR "a bad --optimizer value must fail with a message naming the flag, got: ${smoke_output}")

@@ -3,7 +3,7 @@
 //   --optimizer momentum_sgd|adam|lars|lamb|rmsprop_warmup, --lr (default per optimizer),
 //   --base-batchsize N (scale lr from a global batch of N to batchsize x ranks), --scaling
 //   linear|sqrt, --warmup-epochs E (linear warm-up of lr; rmsprop_warmup: the move from RMSprop
-//   to momentum SGD).
+//   to momentum SGD), --ghost-batch M (batch normalization over each M consecutive examples).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,7 @@ struct Flags {
   int64_t base_batchsize = 0;  // 0: no scaling
   std::string scaling = "linear";
   double warmup_epochs = 0.0;
+  int64_t ghost_batch = 0;  // 0: plain batch normalization
 };
 
 inline void add_flags(CLI::App& app, Flags& f, const std::string& default_optimizer, const std::string& lr_defaults) {
@@ -51,6 +53,37 @@ inline void add_flags(CLI::App& app, Flags& f, const std::string& default_optimi
                  "Epochs of linear learning-rate warm-up (from lr x base-batchsize / global batch, else lr / 10); "
                  "with rmsprop_warmup, the epochs over which RMSprop gives way to momentum SGD")
       ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--ghost-batch", f.ghost_batch,
+                 "Ghost batch normalization: training-mode statistics over each M consecutive examples of a "
+                 "batch, so one process with batch B computes what B / M workers with M each compute; the "
+                 "batch size must be a multiple of M")
+      ->check(CLI::Range(int64_t{1}, int64_t{60000}));
+}
+
+// Sets (or clears, nullopt) the ghost batch size of every BatchNormalization of `model`; returns
+// how many there are.
+inline int64_t set_ghost_batch(rensa::Link& model, std::optional<int64_t> size) {
+  int64_t layers = 0;
+  for (auto& [path, link] : model.namedlinks()) {
+    if (auto* bn = dynamic_cast<rensa::links::BatchNormalization*>(link)) {
+      bn->set_ghost_batch_size(size);
+      ++layers;
+    }
+  }
+  return layers;
+}
+
+// Applies --ghost-batch to `model`. A ValueError naming the flag when the batch is not a multiple of
+// it or the model has no batch normalization.
+inline void apply_ghost_batch(rensa::Link& model, const Flags& f, int64_t batchsize) {
+  if (f.ghost_batch == 0) return;
+  if (batchsize % f.ghost_batch != 0) {
+    RENSA_THROW(rensa::ValueError, "--ghost-batch ", f.ghost_batch, ": the batch size ", batchsize,
+                " is not a multiple of it");
+  }
+  if (set_ghost_batch(model, f.ghost_batch) == 0) {
+    RENSA_THROW(rensa::ValueError, "--ghost-batch ", f.ghost_batch, ": the model has no BatchNormalization layer");
+  }
 }
 
 // The hyperparameter the schedules and the scaling rule drive.

@@ -7,7 +7,8 @@
 //                  5e-4), random crops (pad 2) and flips.
 // Both step the learning rate down x0.1 at 50% and 75% of training.
 // Large minibatches (docs/large_batch.md): --optimizer momentum_sgd|adam|lars|lamb|rmsprop_warmup,
-// --lr, --base-batchsize (linear scaling rule), --warmup-epochs (a warm-up before the step decay).
+// --lr, --base-batchsize (linear scaling rule), --warmup-epochs (a warm-up before the step decay),
+// --ghost-batch M (ghost batch normalization: one process with batch B computes B / M workers).
 // Default learning rates: momentum_sgd and rmsprop_warmup 0.01 (cnn) or 0.1 (resnet), adam 0.001
 // (alpha), lars 1.0 (trust coefficient 0.001), lamb 0.01.
 // --dtype mixed_bf16 or mixed16 trains with float32 parameters and 16-bit compute
@@ -232,6 +233,14 @@ int main(int argc, char** argv) {
       optimizer = rensa::mn::create_multi_node_optimizer(std::move(optimizer), comm);
     }
 #endif
+#ifdef RENSA_WITH_MN
+    if (mnbn && lb.ghost_batch > 0) {
+      std::cerr << "train_cnn: --ghost-batch and --mnbn exclude each other (statistics over sub-batches of one "
+                   "rank, or over the batches of all ranks)\n";
+      return 1;
+    }
+#endif
+    large_batch::apply_ghost_batch(model, lb, batchsize);
     optimizer->setup(model);
     mixed_precision::configure(dtype, *optimizer);
     if (resnet) optimizer->add_hook(std::make_shared<rensa::optimizers::WeightDecay>(5e-4));
@@ -265,10 +274,16 @@ int main(int argc, char** argv) {
       }
 #endif
       // Runs before the Evaluator (higher priority): test mode then uses the population statistics.
+      // Under --ghost-batch M the pass runs plain batch normalization on batches of M: each batch's
+      // statistics are then one virtual worker's, and a last partial batch is no error.
+      const int64_t ghost = lb.ghost_batch;
       trainer.extend(
-          [plain = train, batchsize, recompute](rensa::training::Trainer&) {
-            rensa::iterators::SerialIterator pass(plain, batchsize, {.repeat = false, .shuffle = false});
+          [plain = train, batchsize, ghost, predictor, recompute](rensa::training::Trainer&) {
+            if (ghost > 0) large_batch::set_ghost_batch(*predictor, std::nullopt);
+            rensa::iterators::SerialIterator pass(plain, ghost > 0 ? ghost : batchsize,
+                                                  {.repeat = false, .shuffle = false});
             recompute(pass);
+            if (ghost > 0) large_batch::set_ghost_batch(*predictor, ghost);
           },
           "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
     }

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     const int64_t n_ranks = multi ? comm.size() : 1;
     const int64_t per_epoch = (train->size() + batchsize - 1) / batchsize;
     const double lr = large_batch::learning_rate(lb, default_lr.at(lb.optimizer), batchsize, n_ranks);
+    large_batch::apply_ghost_batch(model, lb, batchsize);  // the MLP has none: an error naming the flag
     std::unique_ptr<rensa::optimizers::Optimizer> optimizer = large_batch::make_optimizer(lb, lr, per_epoch);
     if (multi) {
       optimizer = rensa::mn::create_multi_node_optimizer(
