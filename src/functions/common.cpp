@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "rensa/core/backward.h"
+#include "rensa/functions/basic_math.h"
+
 namespace rensa::functions::detail {
 
 void check_floating(const char* op, const Variable& v, const char* what) {
@@ -111,6 +114,29 @@ Array sum_to(const Array& x, const Shape& shape) {
   }
   Array r = reduce("sum_to", ReduceOp::sum, x, axes, true, x.dtype());
   return r.reshape(shape);
+}
+
+std::vector<Variable> recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs,
+                                      const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite) {
+  std::vector<Variable> present;
+  for (const Variable& v : inputs) {
+    if (!v.is_null()) present.push_back(v);
+  }
+  const std::vector<Variable> aliases = identity(present);
+  std::vector<Variable> alias(inputs.size()), targets;
+  for (std::size_t i = 0, k = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_null()) continue;
+    alias[i] = aliases[k++];
+    if (ctx.needs_grad(i)) targets.push_back(alias[i]);
+  }
+  std::vector<Variable> gys;
+  for (std::size_t j = 0; j < ctx.num_outputs(); ++j) gys.push_back(ctx.grad_output(j));
+  const std::vector<Variable> g = grad(composite(alias), targets, gys, {.enable_double_backprop = true});
+  std::vector<Variable> out(inputs.size());
+  for (std::size_t i = 0, k = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].is_null() && ctx.needs_grad(i)) out[i] = g[k++];
+  }
+  return out;
 }
 
 }  // namespace rensa::functions::detail

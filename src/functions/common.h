@@ -1,9 +1,11 @@
 #pragma once
 // Array-level helpers shared by the function definitions: the checks (stanza 1), allocation
 // (stanza 2) and kernel dispatch (stanza 3) that many functions have in common.
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rensa/core/array.h"
 #include "rensa/core/backend.h"
@@ -40,5 +42,11 @@ Array reduce(const char* op, ReduceOp kop, const Array& x, const Shape& axes, bo
              Dtype out_dtype);
 /// The sum of `x` over the axes that broadcasting to `x.shape()` from `shape` added or expanded.
 Array sum_to(const Array& x, const Shape& shape);
+
+/// Double backprop through a fused function: the gradients of its composite form (differentiable
+/// functions of `inputs`; null inputs stay null), recomputed on aliases of the inputs so that the
+/// nested grad touches nothing of the running backward, which connects them to the inputs.
+std::vector<Variable> recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs,
+                                      const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite);
 
 }  // namespace rensa::functions::detail

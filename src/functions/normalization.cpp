@@ -1,7 +1,12 @@
 // Normalization functions, composed of differentiable functions (their backward is the chain rule
-// through mean, sub, mul and pow, so double backprop works without a dedicated node).
+// through mean, sub, mul and pow, so double backprop works without a dedicated node). Batch
+// normalization over the usual axes (every axis but 1, whole batch or ghost sub-batches) runs on
+// fused kernels instead: the composite's dozen passes over a large batch and its saved
+// intermediates cost more than the convolutions around it. Its double backprop differentiates the
+// composite form.
 #include "rensa/functions/normalization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -106,11 +111,8 @@ BatchNormResult batch_normalization_over_workers(const char* op, const Variable&
   return r;
 }
 
-// Ghost batch normalization: x (N, ...) viewed as (K, G, ...), each of the K sub-batches
-// normalized over its own G examples (and the other reduced axes), then gamma and beta applied.
-BatchNormResult ghost_batch_normalization(const char* op, const Variable& x, const Variable& gamma,
-                                          const Variable& beta, const BatchNormOptions& options, const Shape& axes,
-                                          const ParamShapes& ps) {
+// The checks of ghost batch normalization's options against x and the axes.
+void check_ghost(const char* op, const Variable& x, const BatchNormOptions& options, const Shape& axes) {
   const int64_t g = *options.ghost_batch_size;
   RENSA_CHECK(g > 0, ValueError, op, ": ghost_batch_size must be positive, got ", g);
   RENSA_CHECK(!options.allreduce_sum, ValueError, op,
@@ -121,6 +123,14 @@ BatchNormResult ghost_batch_normalization(const char* op, const Variable& x, con
   RENSA_CHECK(n % g == 0, ShapeError, op, ": x ", x.shape(), " has ", n,
               " examples on axis 0, not a multiple of ghost_batch_size ", g);
   RENSA_CHECK(n > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
+}
+
+// Ghost batch normalization: x (N, ...) viewed as (K, G, ...), each of the K sub-batches
+// normalized over its own G examples (and the other reduced axes), then gamma and beta applied.
+BatchNormResult ghost_batch_normalization(const Variable& x, const Variable& gamma,
+                                          const Variable& beta, const BatchNormOptions& options, const Shape& axes,
+                                          const ParamShapes& ps) {
+  const int64_t g = *options.ghost_batch_size, n = x.shape()[0];
   Shape split{n / g, g};
   for (std::size_t i = 1; i < x.shape().size(); ++i) split.push_back(x.shape()[i]);
   Shape sub_axes{1};
@@ -132,6 +142,98 @@ BatchNormResult ghost_batch_normalization(const char* op, const Variable& x, con
   return r;
 }
 
+// x (N, C, S) as a view of a contiguous or 4-d channels-last array (the layouts the kernels take).
+Array bn_view3(const Array& a) {
+  const int64_t n = a.shape()[0], c = a.shape()[1], s = a.size() / std::max<int64_t>(1, n * c);
+  if (a.ndim() == 4 && a.is_channels_last() && !a.is_contiguous()) {
+    return a.transpose({0, 2, 3, 1}).reshape({n, s, c}).transpose({0, 2, 1});
+  }
+  return a.reshape({n, c, s});
+}
+
+// `a` in `like`'s layout (contiguous or channels-last).
+Array in_layout_of(const Array& a, const Array& like) {
+  if (like.ndim() == 4 && like.is_channels_last() && !like.is_contiguous()) {
+    return a.to_memory_format(MemoryFormat::channels_last);
+  }
+  return a.contiguous();
+}
+
+Array empty_like_layout(const Array& like) {
+  const bool cl = like.ndim() == 4 && like.is_channels_last() && !like.is_contiguous();
+  return Array::empty(like.shape(), like.dtype(), like.device(), cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+}
+
+// The composite form of batch normalization over `axes` (ghost sub-batches when asked).
+BatchNormResult composite_batch_normalization(const Variable& x, const Variable& gamma,
+                                              const Variable& beta, const BatchNormOptions& options,
+                                              const Shape& axes, const ParamShapes& ps) {
+  if (options.ghost_batch_size) return ghost_batch_normalization(x, gamma, beta, options, axes, ps);
+  const Variable mu = mean(x, axes, true);
+  const Variable xc = sub(x, mu);
+  const Variable var = mean(square(xc), axes, true);
+  const Variable xhat = mul(xc, pow(add(var, options.eps), -0.5));
+  BatchNormResult r;
+  r.y = scale_shift(xhat, gamma, beta, ps.kept);
+  r.mean = mu.array().reshape(ps.param);
+  r.var = var.array().reshape(ps.param);
+  return r;
+}
+
+// Batch normalization over every axis but 1 on the fused kernels, in `groups` sub-batches of
+// N / groups examples (1: the whole batch): statistics (C), or (groups, C) for ghost sub-batches.
+BatchNormResult fused_batch_normalization(const char* op, const Variable& x, const Variable& gamma,
+                                          const Variable& beta, const BatchNormOptions& options, const Shape& axes,
+                                          const ParamShapes& ps, int64_t groups) {
+  Array xa = x.array();
+  if (!xa.is_contiguous() && !(xa.ndim() == 4 && xa.is_channels_last())) xa = xa.contiguous();
+  const int64_t c = xa.shape()[1];
+  const Array y = empty_like_layout(xa);
+  const Array mu = Array::empty({groups, c}, xa.dtype(), xa.device());
+  const Array var = Array::empty({groups, c}, xa.dtype(), xa.device());
+  const Array g = gamma.is_null() ? Array() : gamma.array().reshape({c});
+  const Array b = beta.is_null() ? Array() : beta.array().reshape({c});
+  const double eps = options.eps;
+  RENSA_KERNEL(x.device(), batch_norm_forward, op)(bn_view3(xa), g, b, bn_view3(y), mu, var, eps);
+  auto backward = [x, gamma, beta, xa, g, mu, var, options, axes, ps, groups, op](const BackwardContext& ctx) {
+    if (config().enable_backprop) {
+      return detail::recompute_grads(ctx, {x, gamma, beta}, [&](const std::vector<Variable>& in) {
+        return std::vector<Variable>{composite_batch_normalization(in[0], in[1], in[2], options, axes, ps).y};
+      });
+    }
+    const Array gy = in_layout_of(ctx.grad_output(0).array(), xa);
+    const Array gx = empty_like_layout(xa);
+    const int64_t ch = xa.shape()[1];
+    const Array gg = Array::empty({groups, ch}, xa.dtype(), xa.device());
+    const Array gb = Array::empty({groups, ch}, xa.dtype(), xa.device());
+    RENSA_KERNEL(xa.device(), batch_norm_backward, op)(bn_view3(xa), g, mu, var, bn_view3(gy), bn_view3(gx), gg, gb,
+                                                       options.eps);
+    auto param_grad = [&](const Array& per_group) {
+      const Array total = groups == 1 ? per_group : detail::reduce(op, ReduceOp::sum, per_group, Shape{0}, false, per_group.dtype());
+      return Variable(total.reshape(ps.param));
+    };
+    std::vector<Variable> out(3);
+    if (ctx.needs_grad(0)) out[0] = Variable(gx);
+    if (ctx.needs_grad(1)) out[1] = param_grad(gg);
+    if (ctx.needs_grad(2)) out[2] = param_grad(gb);
+    return out;
+  };
+  BatchNormResult r;
+  r.y = record(op, {x, gamma, beta}, {y}, std::move(backward))[0];
+  r.mean = groups == 1 ? mu.reshape(ps.param) : mu;
+  r.var = groups == 1 ? var.reshape(ps.param) : var;
+  return r;
+}
+
+// Whether `axes` are batch normalization's usual ones: every axis but 1.
+bool usual_axes(const Shape& axes, int64_t ndim) {
+  if (static_cast<int64_t>(axes.size()) != ndim - 1) return false;
+  for (int64_t a : axes) {
+    if (a == 1) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, const Variable& beta,
@@ -141,19 +243,20 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
   const Shape axes = bn_axes(op, x, options.axes);
   const ParamShapes ps = param_shapes(x.shape(), axes);
   check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);
-  if (options.ghost_batch_size) return ghost_batch_normalization(op, x, gamma, beta, options, axes, ps);
   int64_t m = 1;
   for (int64_t a : axes) m *= x.shape()[static_cast<std::size_t>(a)];
-  if (options.allreduce_sum) return batch_normalization_over_workers(op, x, gamma, beta, options, axes, ps, m);
+  if (options.allreduce_sum && !options.ghost_batch_size) {
+    return batch_normalization_over_workers(op, x, gamma, beta, options, axes, ps, m);
+  }
+  int64_t groups = 1;
+  if (options.ghost_batch_size) {
+    check_ghost(op, x, options, axes);
+    groups = x.shape()[0] / *options.ghost_batch_size;
+    m /= groups;
+  }
   RENSA_CHECK(m > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
-  const Variable mu = mean(x, axes, true);
-  const Variable xc = sub(x, mu);
-  const Variable var = mean(square(xc), axes, true);
-  const Variable xhat = mul(xc, pow(add(var, options.eps), -0.5));
-  BatchNormResult r;
-  r.y = scale_shift(xhat, gamma, beta, ps.kept);
-  r.mean = mu.array().reshape(ps.param);
-  r.var = var.array().reshape(ps.param);
+  BatchNormResult r = usual_axes(axes, x.ndim()) ? fused_batch_normalization(op, x, gamma, beta, options, axes, ps, groups)
+                                                 : composite_batch_normalization(x, gamma, beta, options, axes, ps);
   r.count = m;
   return r;
 }

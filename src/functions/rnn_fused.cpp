@@ -11,32 +11,12 @@
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/linalg.h"
 #include "rensa/functions/reduction.h"
+#include "src/functions/common.h"
 
 namespace rensa::functions::detail {
 namespace {
 
 using Grads = std::vector<Variable>;
-using Composite = std::function<std::vector<Variable>(const std::vector<Variable>&)>;
-
-// Double backprop through a fused function: differentiate its composite form, recomputed on
-// aliases of the inputs (fresh vertices, so the nested grad touches nothing of the running
-// backward), which connects the gradients to the inputs.
-Grads recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs, const Composite& composite) {
-  const std::vector<Variable> alias = identity(inputs);
-  std::vector<Variable> targets;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (ctx.needs_grad(i)) targets.push_back(alias[i]);
-  }
-  std::vector<Variable> gys;
-  for (std::size_t j = 0; j < ctx.num_outputs(); ++j) gys.push_back(ctx.grad_output(j));
-  const Grads g = grad(composite(alias), targets, gys, {.enable_double_backprop = true});
-  Grads out(inputs.size());
-  for (std::size_t i = 0, k = 0; i < inputs.size(); ++i) {
-    if (ctx.needs_grad(i)) out[i] = g[k++];
-  }
-  return out;
-}
-
 // Gate pre-activations of x (B, 4H) at column offset `off` of each unit.
 Variable gate(const Variable& x, const LstmGates& g, int64_t off) {
   const int64_t rows = x.shape()[0], units = x.shape()[1] / 4;

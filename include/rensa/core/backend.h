@@ -169,6 +169,20 @@ struct KernelTable {
   /// pass through r (z gh). Same dtype and contiguity rules.
   void (*gru_backward)(const Array& act, const Array& r, const Array& h_prev, const Array& gh, const Array& gx,
                        const Array& gr, const Array& gh_prev) = nullptr;
+  /// Batch normalization over K sub-batches: x (N, C, S) of a floating dtype, any strides; y, of
+  /// x's dtype and strides. For each k < K (K = mean's rows, dividing N) and channel c, over the
+  /// G = N / K examples kG.. and all S positions (m = G S elements): mean[k, c], var[k, c] (biased,
+  /// two passes) and y = (x - mean) / sqrt(var + eps) gamma[c] + beta[c]. gamma, beta (C) may be
+  /// null Arrays (1 and 0); mean, var (K, C) contiguous, of x's dtype. Sums in double.
+  void (*batch_norm_forward)(const Array& x, const Array& gamma, const Array& beta, const Array& y,
+                             const Array& mean, const Array& var, double eps) = nullptr;
+  /// The gradient of batch_norm_forward from its x, gamma, mean, var and the gradient gy of y (gy,
+  /// gx of x's strides): with xhat = (x - mean) / sqrt(var + eps), per (k, c) A = sum gy and
+  /// B = sum gy xhat, gx = gamma / sqrt(var + eps) (gy - A / m - xhat B / m); ggamma, gbeta (K, C)
+  /// receive B and A (the function sums them over k).
+  void (*batch_norm_backward)(const Array& x, const Array& gamma, const Array& mean, const Array& var,
+                              const Array& gy, const Array& gx, const Array& ggamma, const Array& gbeta,
+                              double eps) = nullptr;
   /// Symmetric eigendecomposition of each matrix of a (G, C, C) (float32 or float64, any strides),
   /// reading only its lower triangle, as NumPy's eigh: w (G, C) receives the eigenvalues in
   /// ascending order and v (G, C, C) orthonormal eigenvectors as columns, a[g] = v[g] diag(w[g])
@@ -210,7 +224,8 @@ struct KernelTable {
 /// per backend. The count is checked against the table.
 #define RENSA_KERNEL_SLOTS(X)                                                                                     \
   X(fill) X(copy) X(unary) X(binary) X(reduce) X(matmul) X(random) X(select_item) X(scatter_item) X(where)      \
-      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward) X(gru_forward) X(gru_backward) X(eigh)  \
+      X(scan) X(take) X(scatter_add) X(lstm_forward) X(lstm_backward) X(gru_forward) X(gru_backward)          \
+      X(batch_norm_forward) X(batch_norm_backward) X(eigh)                                                     \
       X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)

@@ -146,7 +146,9 @@ TEST(Fp32Update, TinyStepsAccumulateInTheMaster) {
       for (int step = 0; step < 100; ++step) {
         w.set_grad(Variable(Array::full({3}, -1e-4, dtype)));
         sgd.update();
-        if (!fp32) EXPECT_EQ(w.array().to_vector<double>(), std::vector<double>(3, 1.0)) << dtype;
+        if (!fp32) {
+          EXPECT_EQ(w.array().to_vector<double>(), std::vector<double>(3, 1.0)) << dtype;
+        }
       }
       if (fp32) {
         const double g = Array::full({1}, 1e-4, dtype).item<double>();  // the step, in 16 bits

@@ -1,0 +1,151 @@
+// batch_normalization over its usual axes runs on the fused kernels (batch_norm_forward and
+// batch_norm_backward). Here they are checked against the composite form written out with mean,
+// sub, square and pow: float64 on both backends, whole batches and ghost sub-batches, 2-, 3- and 4-d
+// inputs, contiguous and channels-last; 16-bit and float32 against float64; first-order gradients
+// (the kernel) and double backprop (the composite form, recomputed).
+#include <cmath>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "tests/unit/test_util.h"
+
+using namespace rensa;
+namespace F = rensa::functions;
+using rensa::test::randn;
+
+namespace {
+
+// gamma (xhat) + beta with the statistics of each of `groups` sub-batches, composed of functions.
+Variable composite_bn(const Variable& x, const Variable& gamma, const Variable& beta, int64_t groups, double eps) {
+  const Shape& s = x.shape();
+  Shape split{groups, s[0] / groups};
+  Shape axes{1}, kept(s.size(), 1);
+  for (std::size_t i = 1; i < s.size(); ++i) {
+    split.push_back(s[i]);
+    if (i > 1) axes.push_back(static_cast<int64_t>(i) + 1);
+  }
+  kept[1] = s[1];
+  const Variable xs = F::reshape(x, split);
+  const Variable xc = F::sub(xs, F::mean(xs, axes, true));
+  const Variable var = F::mean(F::square(xc), axes, true);
+  const Variable xhat = F::reshape(F::mul(xc, F::pow(F::add(var, eps), -0.5)), s);
+  return F::add(F::mul(xhat, F::reshape(gamma, kept)), F::reshape(beta, kept));
+}
+
+struct Result {
+  std::vector<Array> values;  // y, gx, ggamma, gbeta
+};
+
+// y and the gradients of x, gamma and beta for output gradient gy, by the fused function or the
+// composite form.
+Result run(bool fused, const Array& x, const Array& gamma, const Array& beta, const Array& gy, int64_t groups) {
+  const double eps = 2e-5;
+  Variable vx(x, true), vg(gamma, true), vb(beta, true);
+  F::BatchNormOptions o{eps};
+  if (groups > 1) o.ghost_batch_size = x.shape()[0] / groups;
+  const Variable y = fused ? F::batch_normalization(vx, vg, vb, o).y : composite_bn(vx, vg, vb, groups, eps);
+  const std::vector<Variable> g = grad({y}, {vx, vg, vb}, {Variable(gy)});
+  return {{y.array(), g[0].array(), g[1].array(), g[2].array()}};
+}
+
+void expect_close(const Result& a, const Result& b, double rtol, double atol, const std::string& what) {
+  const char* names[] = {"y", "gx", "ggamma", "gbeta"};
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    const Array ai = a.values[i].to(Device::cpu()).astype(Dtype::float64);
+    const Array bi = b.values[i].to(Device::cpu()).astype(Dtype::float64);
+    ASSERT_EQ(ai.shape(), bi.shape()) << what << " " << names[i];
+    EXPECT_TRUE(allclose(ai, bi, rtol, atol)) << what << " " << names[i] << "\n" << ai << "\n" << bi;
+  }
+}
+
+struct Case {
+  Shape shape;
+  int64_t groups;
+  bool channels_last;
+};
+
+const std::vector<Case> kCases = {
+    {{6, 5}, 1, false},         {{8, 3}, 4, false},          {{4, 3, 7}, 1, false},
+    {{6, 4, 5}, 3, false},      {{4, 3, 5, 6}, 1, false},    {{8, 6, 3, 4}, 2, false},
+    {{4, 3, 5, 6}, 1, true},    {{8, 6, 3, 4}, 4, true},
+    // Above the cpu backend's threading threshold (32768 elements a sub-batch).
+    {{64, 16, 6, 6}, 1, true},  {{128, 16, 6, 6}, 2, true},  {{64, 16, 6, 6}, 1, false},
+};
+
+Array in_layout(const Array& a, bool channels_last) {
+  return channels_last ? a.to_memory_format(MemoryFormat::channels_last) : a;
+}
+
+TEST(BatchNormKernels, MatchTheCompositeFormInFloat64OnBothBackends) {
+  uint64_t seed = 100;
+  for (const Case& c : kCases) {
+    const int64_t ch = c.shape[1];
+    for (Device dev : {Device::cpu(), Device::reference()}) {
+      const Array x = in_layout(randn(c.shape, Dtype::float64, ++seed, dev), c.channels_last);
+      const Array gy = in_layout(randn(c.shape, Dtype::float64, ++seed, dev), c.channels_last);
+      const Array gamma = randn({ch}, Dtype::float64, ++seed, dev), beta = randn({ch}, Dtype::float64, ++seed, dev);
+      std::ostringstream what;
+      what << "x " << c.shape << " groups " << c.groups << (c.channels_last ? " channels-last" : "") << " on "
+           << dev;
+      expect_close(run(true, x, gamma, beta, gy, c.groups), run(false, x, gamma, beta, gy, c.groups), 1e-10, 1e-11,
+                   what.str());
+    }
+  }
+}
+
+TEST(BatchNormKernels, OutputKeepsTheInputLayoutAndStatisticsHaveTheDocumentedShapes) {
+  const Array x = randn({8, 6, 3, 4}, Dtype::float32, 1).to_memory_format(MemoryFormat::channels_last);
+  const F::BatchNormResult r = F::batch_normalization(Variable(x), Variable(randn({6}, Dtype::float32, 2)),
+                                                      Variable(randn({6}, Dtype::float32, 3)));
+  EXPECT_TRUE(r.y.array().is_channels_last());
+  EXPECT_EQ(r.mean.shape(), (Shape{6}));
+  EXPECT_EQ(r.var.shape(), (Shape{6}));
+  EXPECT_EQ(r.count, 8 * 3 * 4);
+  const Array mean = F::mean(Variable(x), Shape{0, 2, 3}).array();
+  EXPECT_TRUE(allclose(r.mean, mean, 1e-5, 1e-6));
+  F::BatchNormOptions ghost;
+  ghost.ghost_batch_size = 2;
+  const F::BatchNormResult g = F::batch_normalization(Variable(x), Variable(), Variable(), ghost);
+  EXPECT_EQ(g.mean.shape(), (Shape{4, 6}));
+  EXPECT_EQ(g.count, 2 * 3 * 4);
+}
+
+TEST(BatchNormKernels, LowerPrecisionFollowsFloat64) {
+  // Statistics in double whatever the dtype: a 16-bit input is as accurate as its own rounding.
+  const Shape s{32, 8, 5, 5};
+  const Array x64 = randn(s, Dtype::float64, 7).to_memory_format(MemoryFormat::channels_last);
+  const Array gy64 = randn(s, Dtype::float64, 8).to_memory_format(MemoryFormat::channels_last);
+  const Array g64 = randn({8}, Dtype::float64, 9), b64 = randn({8}, Dtype::float64, 10);
+  for (const auto& [dtype, tol] : {std::pair{Dtype::float32, 1e-4}, std::pair{Dtype::bfloat16, 5e-2},
+                                   std::pair{Dtype::float16, 1e-2}}) {
+    for (int64_t groups : {1, 4}) {
+      // The float64 result from the same rounded inputs.
+      const Array x = x64.astype(dtype), gy = gy64.astype(dtype), g = g64.astype(dtype), b = b64.astype(dtype);
+      const Result low = run(true, x, g, b, gy, groups);
+      const Result exact = run(true, x.astype(Dtype::float64), g.astype(Dtype::float64), b.astype(Dtype::float64),
+                               gy.astype(Dtype::float64), groups);
+      std::ostringstream what;
+      what << dtype_name(dtype) << " groups " << groups;
+      // ggamma and gbeta are sums over 800 (or 200) elements rounded once: relative to their size.
+      expect_close(low, exact, tol, tol * 4, what.str());
+    }
+  }
+}
+
+TEST(BatchNormKernels, DoubleBackpropUsesTheCompositeForm) {
+  const Shape s{8, 3, 2, 2};
+  const Array x = randn(s, Dtype::float64, 21).to_memory_format(MemoryFormat::channels_last);
+  const std::vector<Array> in{x, randn({3}, Dtype::float64, 22), randn({3}, Dtype::float64, 23)};
+  for (int64_t ghost : {0, 4}) {
+    F::BatchNormOptions o;
+    if (ghost > 0) o.ghost_batch_size = ghost;
+    rensa::testing::check_double_backward(
+        [o](const std::vector<Variable>& v) {
+          return std::vector<Variable>{F::batch_normalization(v[0], v[1], v[2], o).y};
+        },
+        in, {randn(s, Dtype::float64, 24)}, {}, {.eps = 1e-4, .atol = 1e-6, .rtol = 1e-4});
+  }
+}
+
+}  // namespace
