@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
     mixed_precision::apply(dtype);
     rensa::seed(seed);
     rensa::datasets::MnistOptions data_options;
+    data_options.dtype = mixed_precision::data_dtype();
     data_options.ndim = 3;  // (1, 28, 28) images
     auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
                                              : rensa::datasets::get_mnist(dataset_dir, data_options);

@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
     rensa::seed(seed);
     mixed_precision::apply(dtype);
     rensa::datasets::MnistOptions data_options;
+    data_options.dtype = mixed_precision::data_dtype();
     auto [train, test] = dataset_dir.empty() ? rensa::datasets::get_fashion_mnist(data_options)
                                              : rensa::datasets::get_mnist(dataset_dir, data_options);
     if (limit > 0) {

@@ -16,6 +16,7 @@
 
 #include "rensa/core/error.h"
 #include "rensa/datasets/tuple_dataset.h"
+#include "src/backends/common/scalar_ops.h"
 
 namespace rensa::datasets {
 namespace {
@@ -260,25 +261,29 @@ DatasetPtr load_split(const std::filesystem::path& dir, const std::string& prefi
   if (opt.ndim == 2) shape = Shape{n, kImageSide, kImageSide};
   if (opt.ndim == 3) shape = Shape{n, channels, kImageSide, kImageSide};
   const unsigned char* src_px = images.data().data();
-  auto convert = [&]<class T>(T factor) {
-    Array out = Array::empty(shape, dtype_of<T>());
+  // Computed in T (float32, or float64 for float64), stored as U: a 16-bit or integer dtype gets
+  // its float32 value rounded once, without a float32 copy of the whole split.
+  auto convert = [&]<class T, class U>(T factor) {
+    Array out = Array::empty(shape, dtype_of<U>());
     // 256 possible bytes: a table replaces the multiply (and matches NumPy's
     // astype(dtype) followed by `*= scale / 255.` in that dtype).
-    T table[256];
-    for (int v = 0; v < 256; ++v) table[v] = static_cast<T>(v) * factor;
-    T* dst = out.data<T>();
+    U table[256];
+    for (int v = 0; v < 256; ++v) table[v] = backends::convert<U>(static_cast<T>(v) * factor);
+    U* dst = out.data<U>();
     for (int64_t i = 0; i < n; ++i) {
       const unsigned char* row = src_px + i * pixels;
       for (int c = 0; c < channels; ++c) {
-        T* o = dst + (i * channels + c) * pixels;
+        U* o = dst + (i * channels + c) * pixels;
         for (int64_t k = 0; k < pixels; ++k) o[k] = table[row[k]];
       }
     }
     return out;
   };
-  Array x = opt.dtype == Dtype::float64 ? convert(opt.scale / 255.0)
-                                        : convert(static_cast<float>(opt.scale / 255.0));
-  if (x.dtype() != opt.dtype) x = x.astype(opt.dtype);
+  const Array x = opt.dtype == Dtype::float64
+                      ? convert.operator()<double, double>(opt.scale / 255.0)
+                      : dispatch(opt.dtype, [&]<class U>() {
+                          return convert.operator()<float, U>(static_cast<float>(opt.scale / 255.0));
+                        });
 
   if (!opt.withlabel) return std::make_shared<TupleDataset>(std::vector<Array>{x});
   Array t = Array::empty(Shape{n}, Dtype::int32);

@@ -124,8 +124,16 @@ TEST_F(Mnist, Options) {
   EXPECT_EQ(er[0].at<float>({2, 0, 3}), er[0].at<float>({0, 0, 3}));
   auto [nolabel, _d] = get_mnist(dir_.string(), {.withlabel = false});
   EXPECT_EQ(nolabel->get_example(0).size(), 1u);
-  auto [half, _e] = get_mnist(dir_.string(), {.dtype = Dtype::float16});
-  EXPECT_EQ(half->get_example(0)[0].dtype(), Dtype::float16);
+  // Other dtypes hold the float32 values rounded once (loaded without a float32 copy of the split).
+  auto [f32, _g] = get_mnist(dir_.string(), {.scale = 3.0});
+  for (Dtype d : {Dtype::float16, Dtype::bfloat16, Dtype::int32}) {
+    auto [other, _e] = get_mnist(dir_.string(), {.scale = 3.0, .dtype = d});
+    for (int64_t i = 0; i < other->size(); ++i) {
+      const Array got = other->get_example(i)[0];
+      EXPECT_EQ(got.dtype(), d);
+      EXPECT_EQ(got.to_vector<double>(), f32->get_example(i)[0].astype(d).to_vector<double>()) << dtype_name(d);
+    }
+  }
   auto [fashion, _f] = get_fashion_mnist({.dir = dir_.string()});
   EXPECT_EQ(fashion->size(), 5);
   expect_error<ValueError>([&] { get_mnist(dir_.string(), {.ndim = 4}); }, {"get_mnist", "ndim", "4"});
