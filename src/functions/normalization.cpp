@@ -48,13 +48,18 @@ ParamShapes param_shapes(const Shape& shape, const Shape& axes) {
   return s;
 }
 
+// `float32_params`: float32 parameters may go with a 16-bit x (batch normalization's mixed form).
 void check_inputs(const char* op, const Variable& x, const std::vector<std::pair<const char*, const Variable*>>& params,
-                  const Shape& param_shape, double eps) {
+                  const Shape& param_shape, double eps, bool float32_params = false) {
   detail::check_floating(op, x);
   RENSA_CHECK(eps > 0.0, ValueError, op, ": eps must be positive, got ", eps);
   for (const auto& [name, p] : params) {
     if (p->is_null()) continue;
-    detail::check_same_dtype_device(op, {&x, p});
+    if (float32_params && is_half(x.dtype()) && p->dtype() == Dtype::float32) {
+      detail::check_same_device(op, {&x, p});
+    } else {
+      detail::check_same_dtype_device(op, {&x, p});
+    }
     RENSA_CHECK(p->shape() == param_shape, ShapeError, op, ": ", name, " ", p->shape(), " does not fit x ", x.shape(),
                 " (expected ", param_shape, ")");
   }
@@ -168,6 +173,12 @@ Array empty_like_layout(const Array& like) {
 BatchNormResult composite_batch_normalization(const Variable& x, const Variable& gamma,
                                               const Variable& beta, const BatchNormOptions& options,
                                               const Shape& axes, const ParamShapes& ps) {
+  const Variable& p = gamma.is_null() ? beta : gamma;
+  if (!p.is_null() && p.dtype() != x.dtype()) {  // 16-bit x, float32 parameters: in float32
+    BatchNormResult r = composite_batch_normalization(cast(x, p.dtype()), gamma, beta, options, axes, ps);
+    r.y = cast(r.y, x.dtype());
+    return r;
+  }
   if (options.ghost_batch_size) return ghost_batch_normalization(x, gamma, beta, options, axes, ps);
   const Variable mu = mean(x, axes, true);
   const Variable xc = sub(x, mu);
@@ -189,13 +200,17 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
   if (!xa.is_contiguous() && !(xa.ndim() == 4 && xa.is_channels_last())) xa = xa.contiguous();
   const int64_t c = xa.shape()[1];
   const Array y = empty_like_layout(xa);
-  const Array mu = Array::empty({groups, c}, xa.dtype(), xa.device());
-  const Array var = Array::empty({groups, c}, xa.dtype(), xa.device());
+  // Statistics of a 16-bit x in float32; the parameters' gradients in their own dtype.
+  const Dtype stat = is_half(xa.dtype()) ? Dtype::float32 : xa.dtype();
+  const Variable& p = gamma.is_null() ? beta : gamma;
+  const Dtype param = p.is_null() ? stat : p.dtype();
+  const Array mu = Array::empty({groups, c}, stat, xa.device());
+  const Array var = Array::empty({groups, c}, stat, xa.device());
   const Array g = gamma.is_null() ? Array() : gamma.array().reshape({c});
   const Array b = beta.is_null() ? Array() : beta.array().reshape({c});
   const double eps = options.eps;
   RENSA_KERNEL(x.device(), batch_norm_forward, op)(bn_view3(xa), g, b, bn_view3(y), mu, var, eps);
-  auto backward = [x, gamma, beta, xa, g, mu, var, options, axes, ps, groups, op](const BackwardContext& ctx) {
+  auto backward = [x, gamma, beta, xa, g, mu, var, param, options, axes, ps, groups, op](const BackwardContext& ctx) {
     if (config().enable_backprop) {
       return detail::recompute_grads(ctx, {x, gamma, beta}, [&](const std::vector<Variable>& in) {
         return std::vector<Variable>{composite_batch_normalization(in[0], in[1], in[2], options, axes, ps).y};
@@ -204,8 +219,8 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
     const Array gy = in_layout_of(ctx.grad_output(0).array(), xa);
     const Array gx = empty_like_layout(xa);
     const int64_t ch = xa.shape()[1];
-    const Array gg = Array::empty({groups, ch}, xa.dtype(), xa.device());
-    const Array gb = Array::empty({groups, ch}, xa.dtype(), xa.device());
+    const Array gg = Array::empty({groups, ch}, param, xa.device());
+    const Array gb = Array::empty({groups, ch}, param, xa.device());
     RENSA_KERNEL(xa.device(), batch_norm_backward, op)(bn_view3(xa), g, mu, var, bn_view3(gy), bn_view3(gx), gg, gb,
                                                        options.eps);
     auto param_grad = [&](const Array& per_group) {
@@ -242,10 +257,16 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
   RENSA_CHECK(!x.is_null(), ValueError, op, ": x is null");
   const Shape axes = bn_axes(op, x, options.axes);
   const ParamShapes ps = param_shapes(x.shape(), axes);
-  check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps);
+  check_inputs(op, x, {{"gamma", &gamma}, {"beta", &beta}}, ps.param, options.eps, true);
+  RENSA_CHECK(gamma.is_null() || beta.is_null() || gamma.dtype() == beta.dtype(), DtypeError, op, ": gamma ",
+              gamma.dtype(), " and beta ", beta.dtype(), " differ in dtype");
+  const Variable& p = gamma.is_null() ? beta : gamma;
+  const bool mixed = !p.is_null() && p.dtype() != x.dtype();
   int64_t m = 1;
   for (int64_t a : axes) m *= x.shape()[static_cast<std::size_t>(a)];
   if (options.allreduce_sum && !options.ghost_batch_size) {
+    RENSA_CHECK(!mixed, DtypeError, op, ": ", x.dtype(), " x with ", p.dtype(),
+                " parameters: statistics over workers need one dtype");
     return batch_normalization_over_workers(op, x, gamma, beta, options, axes, ps, m);
   }
   int64_t groups = 1;

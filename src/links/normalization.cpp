@@ -60,8 +60,11 @@ Variable BatchNormalization::forward(const Variable& x) {
   check_input("BatchNormalization", x);
   Array& mean = persistent("avg_mean");
   Array& var = persistent("avg_var");
-  // Under a mixed policy x is 16-bit and the parameters and statistics float32: normalize in float32.
-  return in_param_dtype(x, mean.dtype(), [&](const Variable& xs) {
+  // Under a mixed policy x is 16-bit and the parameters and statistics float32. The fused training
+  // form takes that mix as it is (statistics in double, y in x's dtype); otherwise normalize in
+  // float32.
+  const bool mixed_fused = config().train && !allreduce_sum_ && is_half(x.dtype()) && mean.dtype() == Dtype::float32;
+  auto normalize = [&](const Variable& xs) {
     if (!config().train) {
       return F::fixed_batch_normalization(xs, gamma_, beta_, Variable(mean.astype(xs.dtype())),
                                           Variable(var.astype(xs.dtype())), {options_.eps});
@@ -90,7 +93,8 @@ Variable BatchNormalization::forward(const Variable& x) {
       var.assign(new_var.array());
     }
     return r.y;
-  });
+  };
+  return mixed_fused ? normalize(x) : in_param_dtype(x, mean.dtype(), normalize);
 }
 
 BatchRenormalization::BatchRenormalization(int64_t size, double rmax, double dmax, BatchNormalizationOptions options)

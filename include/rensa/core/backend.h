@@ -172,14 +172,15 @@ struct KernelTable {
   /// Batch normalization over K sub-batches: x (N, C, S) of a floating dtype, any strides; y, of
   /// x's dtype and strides. For each k < K (K = mean's rows, dividing N) and channel c, over the
   /// G = N / K examples kG.. and all S positions (m = G S elements): mean[k, c], var[k, c] (biased,
-  /// two passes) and y = (x - mean) / sqrt(var + eps) gamma[c] + beta[c]. gamma, beta (C) may be
-  /// null Arrays (1 and 0); mean, var (K, C) contiguous, of x's dtype. Sums in double.
+  /// two passes) and y = (x - mean) / sqrt(var + eps) gamma[c] + beta[c]. gamma, beta (C), of any
+  /// floating dtype, may be null Arrays (1 and 0); mean, var (K, C) contiguous, of any floating
+  /// dtype. Sums in double, elementwise arithmetic in x's compute type.
   void (*batch_norm_forward)(const Array& x, const Array& gamma, const Array& beta, const Array& y,
                              const Array& mean, const Array& var, double eps) = nullptr;
   /// The gradient of batch_norm_forward from its x, gamma, mean, var and the gradient gy of y (gy,
   /// gx of x's strides): with xhat = (x - mean) / sqrt(var + eps), per (k, c) A = sum gy and
-  /// B = sum gy xhat, gx = gamma / sqrt(var + eps) (gy - A / m - xhat B / m); ggamma, gbeta (K, C)
-  /// receive B and A (the function sums them over k).
+  /// B = sum gy xhat, gx = gamma / sqrt(var + eps) (gy - A / m - xhat B / m); ggamma, gbeta (K, C,
+  /// contiguous, any floating dtype) receive B and A (the function sums them over k).
   void (*batch_norm_backward)(const Array& x, const Array& gamma, const Array& mean, const Array& var,
                               const Array& gy, const Array& gx, const Array& ggamma, const Array& gbeta,
                               double eps) = nullptr;

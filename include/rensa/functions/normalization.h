@@ -54,6 +54,11 @@ struct BatchNormResult {
 
 /// Training-mode batch normalization: y = gamma (x - mean) / sqrt(var + eps) + beta, with mean and
 /// the biased var taken over options.axes of x. gamma or beta null stand for ones or zeros.
+/// Over the usual axes (every axis but 1) it runs on fused kernels (statistics summed in double,
+/// only x and the statistics kept for backward; double backprop through the composite form); there
+/// a float16 / bfloat16 x may come with float32 gamma and beta (mixed precision: y in x's dtype,
+/// their gradients float32), and the statistics of a 16-bit x are float32. DtypeError for other
+/// mixes of dtypes.
 /// ShapeError when x has fewer than 2 dimensions or gamma / beta do not have x's shape without the
 /// reduced axes; ValueError when the reduced axes hold no element (with allreduce_sum: on no
 /// worker; a worker's x may be empty), or when allreduce_sum returns a different shape or dtype.

@@ -126,10 +126,17 @@ void bn_grad_apply(const BnGeometry& g, const T* x, const T* gy, T* gx, int64_t 
   }
 }
 
-// Element c of a (C) parameter, or `fallback` for a null one.
-template <class T>
-double bn_param(const Array& a, int64_t c, double fallback) {
-  return a.is_null() ? fallback : bn_load(a.data<T>()[c * a.strides()[0]]);
+// A (C) parameter of any floating dtype as doubles, or C copies of `fallback` for a null one.
+inline std::vector<double> bn_param(const Array& a, int64_t c, double fallback) {
+  return a.is_null() ? std::vector<double>(static_cast<std::size_t>(c), fallback) : a.to_vector<double>();
+}
+
+// Writes `v` into `out` (contiguous, any floating dtype).
+inline void bn_store(const Array& out, const std::vector<double>& v) {
+  dispatch_floating(out.dtype(), "batch_norm", [&]<class S>() {
+    S* p = out.data<S>();
+    for (std::size_t i = 0; i < v.size(); ++i) p[i] = S(static_cast<compute_t<S>>(v[i]));
+  });
 }
 
 template <class T, class Sums, class Each>
@@ -138,13 +145,13 @@ void batch_norm_forward(const Array& x, const Array& gamma, const Array& beta, c
   using CT = compute_t<T>;
   const BnGeometry g = bn_geometry(x, mean.shape()[0]);
   const int64_t C = g.C;
+  const auto uC = static_cast<std::size_t>(C);
   const double m = static_cast<double>(g.positions());
   const T* xp = x.data<T>();
   T* yp = y.data<T>();
-  T* mp = mean.data<T>();
-  T* vp = var.data<T>();
-  std::vector<double> mu(static_cast<std::size_t>(C));
-  std::vector<CT> scale(static_cast<std::size_t>(C)), shift(static_cast<std::size_t>(C));
+  const std::vector<double> ga = bn_param(gamma, C, 1.0), be = bn_param(beta, C, 0.0);
+  std::vector<double> mu(uC), means(uC * static_cast<std::size_t>(g.K)), vars(means.size());
+  std::vector<CT> scale(uC), shift(uC);
   for (int64_t k = 0; k < g.K; ++k) {
     std::vector<double> s = sums(g.positions(), [&](int64_t b, int64_t e, double* acc) {
       bn_moments(g, xp, k, b, e, nullptr, acc);
@@ -152,15 +159,16 @@ void batch_norm_forward(const Array& x, const Array& gamma, const Array& beta, c
     for (int64_t c = 0; c < C; ++c) mu[c] = s[c] / m;
     s = sums(g.positions(), [&](int64_t b, int64_t e, double* acc) { bn_moments(g, xp, k, b, e, mu.data(), acc); });
     for (int64_t c = 0; c < C; ++c) {
-      const double v = s[C + c] / m, inv = 1.0 / std::sqrt(v + eps);
-      const double sc = bn_param<T>(gamma, c, 1.0) * inv;
+      const double v = s[C + c] / m, inv = 1.0 / std::sqrt(v + eps), sc = ga[c] * inv;
       scale[c] = CT(sc);
-      shift[c] = CT(bn_param<T>(beta, c, 0.0) - mu[c] * sc);
-      mp[k * C + c] = T(mu[c]);
-      vp[k * C + c] = T(v);
+      shift[c] = CT(be[c] - mu[c] * sc);
+      means[k * C + c] = mu[c];
+      vars[k * C + c] = v;
     }
     each(g.positions(), [&](int64_t b, int64_t e) { bn_affine(g, xp, yp, k, b, e, scale.data(), shift.data()); });
   }
+  bn_store(mean, means);
+  bn_store(var, vars);
 }
 
 template <class T, class Sums, class Each>
@@ -170,33 +178,35 @@ void batch_norm_backward(const Array& x, const Array& gamma, const Array& mean, 
   using CT = compute_t<T>;
   const BnGeometry g = bn_geometry(x, mean.shape()[0]);
   const int64_t C = g.C;
+  const auto uC = static_cast<std::size_t>(C);
   const double m = static_cast<double>(g.positions());
-  const T *xp = x.data<T>(), *gyp = gy.data<T>(), *mp = mean.data<T>(), *vp = var.data<T>();
+  const T *xp = x.data<T>(), *gyp = gy.data<T>();
   T* gxp = gx.data<T>();
-  T* ggp = ggamma.data<T>();
-  T* gbp = gbeta.data<T>();
-  std::vector<double> mu(static_cast<std::size_t>(C));
-  std::vector<CT> mu_c(static_cast<std::size_t>(C)), c1(mu_c.size()), c2(mu_c.size()), c3(mu_c.size());
+  const std::vector<double> ga = bn_param(gamma, C, 1.0), means = mean.to_vector<double>(), vars = var.to_vector<double>();
+  std::vector<double> gg(means.size()), gb(means.size());
+  std::vector<CT> mu_c(uC), c1(uC), c2(uC), c3(uC);
   for (int64_t k = 0; k < g.K; ++k) {
-    for (int64_t c = 0; c < C; ++c) mu[c] = bn_load(mp[k * C + c]);
+    const double* mu = means.data() + k * C;
     const std::vector<double> s = sums(g.positions(), [&](int64_t b, int64_t e, double* acc) {
-      bn_grad_sums(g, xp, gyp, k, b, e, mu.data(), acc);
+      bn_grad_sums(g, xp, gyp, k, b, e, mu, acc);
     });
     for (int64_t c = 0; c < C; ++c) {
-      const double inv = 1.0 / std::sqrt(bn_load(vp[k * C + c]) + eps), gm = bn_param<T>(gamma, c, 1.0) * inv;
+      const double inv = 1.0 / std::sqrt(vars[k * C + c] + eps), gm = ga[c] * inv;
       // gx = gm (gy - A / m - xhat B / m), xhat = (x - mean) inv, B = inv sum gy (x - mean).
       const double a = s[c], bc = s[C + c];
       mu_c[c] = CT(mu[c]);
       c1[c] = CT(gm);
       c2[c] = CT(-gm * inv * inv * bc / m);
       c3[c] = CT(-gm * a / m);
-      ggp[k * C + c] = T(bc * inv);
-      gbp[k * C + c] = T(a);
+      gg[k * C + c] = bc * inv;
+      gb[k * C + c] = a;
     }
     each(g.positions(), [&](int64_t b, int64_t e) {
       bn_grad_apply(g, xp, gyp, gxp, k, b, e, mu_c.data(), c1.data(), c2.data(), c3.data());
     });
   }
+  bn_store(ggamma, gg);
+  bn_store(gbeta, gb);
 }
 
 }  // namespace rensa::backends::host

@@ -133,6 +133,56 @@ TEST(BatchNormKernels, LowerPrecisionFollowsFloat64) {
   }
 }
 
+TEST(BatchNormKernels, HalfInputWithFloat32Parameters) {
+  // Mixed precision: y in x's dtype, statistics and the parameters' gradients float32, as the same
+  // computation in float64 from the rounded x; the double-backprop form (composite, in float32)
+  // gives the same gradients.
+  const Shape s{16, 4, 3, 3};
+  for (Dtype dtype : {Dtype::bfloat16, Dtype::float16}) {
+    const Array x = randn(s, Dtype::float64, 31).astype(dtype).to_memory_format(MemoryFormat::channels_last);
+    const Array gy = randn(s, Dtype::float64, 32).astype(dtype);
+    const Array g = randn({4}, Dtype::float32, 33), b = randn({4}, Dtype::float32, 34);
+    for (int64_t groups : {1, 4}) {
+      std::ostringstream what;
+      what << dtype_name(dtype) << " groups " << groups;
+      F::BatchNormOptions o;
+      if (groups > 1) o.ghost_batch_size = s[0] / groups;
+      Variable vx(x, true), vg(g, true), vb(b, true);
+      const F::BatchNormResult r = F::batch_normalization(vx, vg, vb, o);
+      EXPECT_EQ(r.y.dtype(), dtype) << what.str();
+      EXPECT_EQ(r.mean.dtype(), Dtype::float32) << what.str();
+      const std::vector<Variable> gr = grad({r.y}, {vx, vg, vb}, {Variable(gy)});
+      EXPECT_EQ(gr[0].dtype(), dtype) << what.str();
+      EXPECT_EQ(gr[1].dtype(), Dtype::float32) << what.str();
+      const Result mixed{{r.y.array(), gr[0].array(), gr[1].array(), gr[2].array()}};
+      const Result exact = run(true, x.astype(Dtype::float64), g.astype(Dtype::float64), b.astype(Dtype::float64),
+                               gy.astype(Dtype::float64), groups);
+      expect_close(mixed, exact, 2e-2, 8e-2, what.str());
+      Variable dx(x, true), dg(g, true), db(b, true);
+      const std::vector<Variable> dd = grad({F::batch_normalization(dx, dg, db, o).y}, {dx, dg, db}, {Variable(gy)},
+                                            {.enable_double_backprop = true});
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(dd[i].dtype(), gr[i].dtype()) << what.str() << " input " << i;
+        EXPECT_TRUE(allclose(dd[i].array().astype(Dtype::float64), gr[i].array().astype(Dtype::float64), 2e-2, 8e-2))
+            << what.str() << " input " << i;
+      }
+    }
+  }
+}
+
+TEST(BatchNormKernels, MixedDtypesOtherThanHalfWithFloat32AreRefused) {
+  const Variable x(randn({4, 3}, Dtype::float32, 41));
+  const Variable g64(randn({3}, Dtype::float64, 42)), b32(randn({3}, Dtype::float32, 43));
+  rensa::test::expect_error<DtypeError>([&] { F::batch_normalization(x, g64, b32); }, {"batch_normalization"});
+  const Variable xh(randn({4, 3}, Dtype::bfloat16, 44)), gh(randn({3}, Dtype::bfloat16, 45));
+  rensa::test::expect_error<DtypeError>([&] { F::batch_normalization(xh, gh, b32); },
+                                        {"batch_normalization", "gamma", "beta"});
+  F::BatchNormOptions workers;
+  workers.allreduce_sum = [](const Variable& v) { return v; };
+  rensa::test::expect_error<DtypeError>([&] { F::batch_normalization(xh, Variable(), b32, workers); },
+                                        {"batch_normalization", "workers"});
+}
+
 TEST(BatchNormKernels, DoubleBackpropUsesTheCompositeForm) {
   const Shape s{8, 3, 2, 2};
   const Array x = randn(s, Dtype::float64, 21).to_memory_format(MemoryFormat::channels_last);
