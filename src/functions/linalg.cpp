@@ -2,6 +2,7 @@
 // them as column-major matrices), so no transpose is ever copied here.
 #include "rensa/functions/linalg.h"
 
+#include "rensa/core/config.h"
 #include "rensa/functions/array_ops.h"
 #include "rensa/functions/reduction.h"
 #include "src/functions/common.h"
@@ -40,6 +41,44 @@ struct BiasNote {
 std::ostream& operator<<(std::ostream& os, const BiasNote& n) {
   if (!n.b.is_null()) os << " and b " << n.b.shape();
   return os;
+}
+
+// linear's mixed form, x 16-bit and W, b float32: the product in x's dtype from W rounded to it (as
+// casting W first would give), and W's and b's gradients accumulated in float32 and never rounded
+// to 16 bits (gW = gy^T x on a float32 output, gb = sum gy in float32). Double backprop
+// differentiates the cast-first composite.
+Variable mixed_linear(const Variable& x, const Variable& W, const Variable& b, const Shape& x2_shape) {
+  const Dtype dt = x.dtype();
+  const Array x2 = x.array().reshape(x2_shape);
+  const Array w16 = W.array().astype(dt);
+  Array y = Array::empty({x2_shape[0], W.shape()[0]}, dt, x.device());
+  RENSA_KERNEL(x.device(), matmul, "linear")(x2, w16.transpose(), y);
+  if (!b.is_null() && y.size() > 0) {
+    RENSA_KERNEL(x.device(), binary, "linear")(BinaryOp::add, y, b.array().astype(dt).broadcast_to(y.shape()), y);
+  }
+  return record1("linear", {x, W, b}, std::move(y), [x, W, b, x2, w16](const BackwardContext& ctx) {
+    if (config().enable_backprop) {
+      return detail::recompute_grads(ctx, {x, W, b}, [](const std::vector<Variable>& in) {
+        const Dtype d = in[0].dtype();
+        return std::vector<Variable>{
+            linear(in[0], cast(in[1], d), in[2].is_null() ? Variable() : cast(in[2], d))};
+      });
+    }
+    const Array gy = ctx.grad_output().array();
+    Grads g(3);
+    if (ctx.needs_grad(0)) {
+      Array gx = Array::empty(x2.shape(), gy.dtype(), gy.device());
+      RENSA_KERNEL(gy.device(), matmul, "linear")(gy, w16, gx);
+      g[0] = Variable(gx.reshape(x.shape()));
+    }
+    if (ctx.needs_grad(1)) {
+      Array gw = Array::empty(W.shape(), Dtype::float32, gy.device());
+      RENSA_KERNEL(gy.device(), matmul, "linear")(gy.transpose(), x2, gw);
+      g[1] = Variable(gw);
+    }
+    if (ctx.needs_grad(2)) g[2] = Variable(detail::reduce("linear", ReduceOp::sum, gy, Shape{0}, false, Dtype::float32));
+    return g;
+  });
 }
 
 }  // namespace
@@ -103,7 +142,13 @@ Variable matmul(const Variable& a, const Variable& b, bool transa, bool transb) 
 
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
   detail::check_floating("linear", x);
-  if (b.is_null()) {
+  // Mixed precision: a 16-bit x with float32 W (and b).
+  const bool mixed = is_half(x.dtype()) && !W.is_null() && W.dtype() == Dtype::float32 &&
+                     (b.is_null() || b.dtype() == Dtype::float32);
+  if (mixed) {
+    detail::check_same_device("linear", b.is_null() ? std::initializer_list<const Variable*>{&x, &W}
+                                                    : std::initializer_list<const Variable*>{&x, &W, &b});
+  } else if (b.is_null()) {
     detail::check_same_dtype_device("linear", {&x, &W});
   } else {
     detail::check_same_dtype_device("linear", {&x, &W, &b});
@@ -121,6 +166,8 @@ Variable linear(const Variable& x, const Variable& W, const Variable& b) {
   RENSA_CHECK(b.is_null() || (b.ndim() == 1 && b.shape()[0] == out), ShapeError, "linear: b ",
               b.is_null() ? Shape() : b.shape(), " does not match the ", out, " outputs of W ", W.shape(), " (x ",
               x.shape(), ")");
+
+  if (mixed) return mixed_linear(x, W, b, Shape{batch, in});
 
   // x (N, in) @ W^T (a view: W read as a column-major matrix) + b broadcast along the batch.
   const Shape x2_shape{batch, in};

@@ -56,7 +56,9 @@ void Linear::ensure_initialized(const Variable& x) {
 
 Variable Linear::forward(const Variable& x) {
   ensure_initialized(x);
-  return functions::linear(mixed_cast(x), mixed_cast(W_), mixed_cast(b_));
+  // Under a mixed policy W and b stay float32: linear's mixed form rounds W for the product and
+  // accumulates their gradients in float32 (no 16-bit gradient to cast back).
+  return functions::linear(mixed_cast(x), W_, b_);
 }
 
 }  // namespace rensa::links

@@ -120,7 +120,8 @@ struct KernelTable {
   void (*binary)(BinaryOp op, const Array& a, const Array& b, const Array& out) = nullptr;
   /// out = op over `axes` (sorted, unique) of x; out has x's shape with those axes set to 1.
   void (*reduce)(ReduceOp op, const Array& x, const Shape& axes, const Array& out) = nullptr;
-  /// out (..., M, N) = a (..., M, K) @ b (..., K, N); batch axes already broadcast; same dtype.
+  /// out (..., M, N) = a (..., M, K) @ b (..., K, N); batch axes already broadcast; same dtype, or
+  /// 16-bit a and b with a float32 out (the float32 accumulation not rounded to 16 bits).
   void (*matmul)(const Array& a, const Array& b, const Array& out) = nullptr;
   /// Fills out from the counter-based generator (seed, counter offset); p0, p1: low/high or
   /// mean/stddev. Every backend produces the same numbers.

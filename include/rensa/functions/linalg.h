@@ -15,7 +15,9 @@ namespace rensa::functions {
 /// (without copying). ShapeError names both shapes when the inner extents differ.
 Variable matmul(const Variable& a, const Variable& b, bool transa = false, bool transb = false);
 /// y = x W^T + b for x (N, in) (further axes of x are flattened into `in`), W (out, in), optional
-/// b (out,). Pass a null Variable for no bias.
+/// b (out,). Pass a null Variable for no bias. Mixed precision: a float16 / bfloat16 x may come with
+/// float32 W and b; y is then in x's dtype from W and b rounded to it, and the gradients of W and b
+/// are float32, accumulated without rounding to 16 bits.
 Variable linear(const Variable& x, const Variable& W, const Variable& b = Variable());
 
 /// The inverse of a (n, n) matrix. ValueError when it is singular; ShapeError unless a is square

@@ -151,7 +151,7 @@ bool matmul_bf16(const Array& a_in, const Array& b_in, const Array& out) {
   for (std::size_t d = 0; d + 2 < nd; ++d) {
     if (ad[d] == 1 && bd[d] == 1 && od[d] != 1) return false;  // both broadcast: oneDNN cannot say it
   }
-  const dn::memory::data_type t = detail::onednn_type(out.dtype());
+  const dn::memory::data_type t = detail::onednn_type(a.dtype()), to = detail::onednn_type(out.dtype());
   auto key = [&] {
     MatmulKey k;
     std::size_t i = 0;
@@ -159,12 +159,12 @@ bool matmul_bf16(const Array& a_in, const Array& b_in, const Array& out) {
     for (const dn::memory::dims* v : {&ad, &as, &bd, &bs, &od, &os}) {
       for (std::size_t d = 0; d < kMaxRank; ++d) k.v[i++] = d < v->size() ? (*v)[d] : -1;
     }
-    k.v[i] = static_cast<int64_t>(t);
+    k.v[i] = static_cast<int64_t>(to);  // the operands are bf16; the output bf16 or float32
     return k;
   };
   auto get = [&] {
     return matmul_cache().get(key(), [&] {
-      return make_matmul(dn::memory::desc(ad, t, as), dn::memory::desc(bd, t, bs), dn::memory::desc(od, t, os));
+      return make_matmul(dn::memory::desc(ad, t, as), dn::memory::desc(bd, t, bs), dn::memory::desc(od, to, os));
     });
   };
   auto prim = get();
@@ -179,7 +179,7 @@ bool matmul_bf16(const Array& a_in, const Array& b_in, const Array& out) {
   const dn::engine& e = detail::onednn_engine();
   dn::stream& s = detail::onednn_stream();
   dn::memory ma(dn::memory::desc(ad, t, as), e, a.raw_data()), mb(dn::memory::desc(bd, t, bs), e, b.raw_data()),
-      mo(dn::memory::desc(od, t, os), e, out.raw_data());
+      mo(dn::memory::desc(od, to, os), e, out.raw_data());
   prim->prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mo}});
   s.wait();
   return true;
@@ -196,7 +196,8 @@ void matmul(const Array& a_in, const Array& b_in, const Array& out) {
     return;
   }
   const Dtype dt = a_in.dtype();
-  if (dt == Dtype::bfloat16 && b_in.dtype() == dt && out.dtype() == dt && native_bf16()) {
+  if (dt == Dtype::bfloat16 && b_in.dtype() == dt && (out.dtype() == dt || out.dtype() == Dtype::float32) &&
+      native_bf16()) {
     bool done = false;
     try {
       done = matmul_bf16(a_in, b_in, out);
@@ -207,8 +208,12 @@ void matmul(const Array& a_in, const Array& b_in, const Array& out) {
     if (done) return;
   }
   if (is_half(dt)) {
-    // Compute in float32 and round once.
+    // Compute in float32 and round once (not at all for a float32 out).
     Array af = a_in.astype(Dtype::float32), bf = b_in.astype(Dtype::float32);
+    if (out.dtype() == Dtype::float32) {
+      matmul(af, bf, out);
+      return;
+    }
     Array of = Array::empty(out.shape(), Dtype::float32, out.device());
     matmul(af, bf, of);
     copy(of, out);

@@ -150,7 +150,9 @@ void matmul(const Array& a, const Array& b, const Array& out) {
   const std::size_t nd = out.shape().size();
   const int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape().back();
   Shape batch_shape(std::span<const int64_t>(out.shape().data(), nd - 2));
-  const Array a2 = a, b2 = b;
+  // 16-bit operands with a float32 out: widened exactly, then as float32.
+  const Array a2 = a.dtype() == out.dtype() ? a : a.astype(out.dtype());
+  const Array b2 = b.dtype() == out.dtype() ? b : b.astype(out.dtype());
   dispatch(out.dtype(), [&]<class T>() {
     using C = compute_t<T>;
     using A = std::conditional_t<is_floating(dtype_of<T>()), double, int64_t>;
