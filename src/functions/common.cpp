@@ -116,8 +116,9 @@ Array sum_to(const Array& x, const Shape& shape) {
   return r.reshape(shape);
 }
 
-std::vector<Variable> recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs,
-                                      const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite) {
+std::vector<Variable> recompute_grads(
+    const BackwardContext& ctx, const std::vector<Variable>& inputs,
+    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite) {
   std::vector<Variable> present;
   for (const Variable& v : inputs) {
     if (!v.is_null()) present.push_back(v);

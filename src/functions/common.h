@@ -46,7 +46,8 @@ Array sum_to(const Array& x, const Shape& shape);
 /// Double backprop through a fused function: the gradients of its composite form (differentiable
 /// functions of `inputs`; null inputs stay null), recomputed on aliases of the inputs so that the
 /// nested grad touches nothing of the running backward, which connects them to the inputs.
-std::vector<Variable> recompute_grads(const BackwardContext& ctx, const std::vector<Variable>& inputs,
-                                      const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite);
+std::vector<Variable> recompute_grads(
+    const BackwardContext& ctx, const std::vector<Variable>& inputs,
+    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& composite);
 
 }  // namespace rensa::functions::detail

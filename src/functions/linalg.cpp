@@ -76,7 +76,9 @@ Variable mixed_linear(const Variable& x, const Variable& W, const Variable& b, c
       RENSA_KERNEL(gy.device(), matmul, "linear")(gy.transpose(), x2, gw);
       g[1] = Variable(gw);
     }
-    if (ctx.needs_grad(2)) g[2] = Variable(detail::reduce("linear", ReduceOp::sum, gy, Shape{0}, false, Dtype::float32));
+    if (ctx.needs_grad(2)) {
+      g[2] = Variable(detail::reduce("linear", ReduceOp::sum, gy, Shape{0}, false, Dtype::float32));
+    }
     return g;
   });
 }

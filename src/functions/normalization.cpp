@@ -166,7 +166,8 @@ Array in_layout_of(const Array& a, const Array& like) {
 
 Array empty_like_layout(const Array& like) {
   const bool cl = like.ndim() == 4 && like.is_channels_last() && !like.is_contiguous();
-  return Array::empty(like.shape(), like.dtype(), like.device(), cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+  return Array::empty(like.shape(), like.dtype(), like.device(),
+                      cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
 }
 
 // The composite form of batch normalization over `axes` (ghost sub-batches when asked).
@@ -221,10 +222,11 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
     const int64_t ch = xa.shape()[1];
     const Array gg = Array::empty({groups, ch}, param, xa.device());
     const Array gb = Array::empty({groups, ch}, param, xa.device());
-    RENSA_KERNEL(xa.device(), batch_norm_backward, op)(bn_view3(xa), g, mu, var, bn_view3(gy), bn_view3(gx), gg, gb,
-                                                       options.eps);
+    const auto kernel = RENSA_KERNEL(xa.device(), batch_norm_backward, op);
+    kernel(bn_view3(xa), g, mu, var, bn_view3(gy), bn_view3(gx), gg, gb, options.eps);
     auto param_grad = [&](const Array& per_group) {
-      const Array total = groups == 1 ? per_group : detail::reduce(op, ReduceOp::sum, per_group, Shape{0}, false, per_group.dtype());
+      const Array total =
+          groups == 1 ? per_group : detail::reduce(op, ReduceOp::sum, per_group, Shape{0}, false, per_group.dtype());
       return Variable(total.reshape(ps.param));
     };
     std::vector<Variable> out(3);
@@ -276,8 +278,9 @@ BatchNormResult batch_normalization(const Variable& x, const Variable& gamma, co
     m /= groups;
   }
   RENSA_CHECK(m > 0, ValueError, op, ": the reduced axes of x ", x.shape(), " hold no element");
-  BatchNormResult r = usual_axes(axes, x.ndim()) ? fused_batch_normalization(op, x, gamma, beta, options, axes, ps, groups)
-                                                 : composite_batch_normalization(x, gamma, beta, options, axes, ps);
+  BatchNormResult r = usual_axes(axes, x.ndim())
+                          ? fused_batch_normalization(op, x, gamma, beta, options, axes, ps, groups)
+                          : composite_batch_normalization(x, gamma, beta, options, axes, ps);
   r.count = m;
   return r;
 }

@@ -182,7 +182,8 @@ void batch_norm_backward(const Array& x, const Array& gamma, const Array& mean, 
   const double m = static_cast<double>(g.positions());
   const T *xp = x.data<T>(), *gyp = gy.data<T>();
   T* gxp = gx.data<T>();
-  const std::vector<double> ga = bn_param(gamma, C, 1.0), means = mean.to_vector<double>(), vars = var.to_vector<double>();
+  const std::vector<double> ga = bn_param(gamma, C, 1.0), means = mean.to_vector<double>(),
+                            vars = var.to_vector<double>();
   std::vector<double> gg(means.size()), gb(means.size());
   std::vector<CT> mu_c(uC), c1(uC), c2(uC), c3(uC);
   for (int64_t k = 0; k < g.K; ++k) {

@@ -16,7 +16,8 @@ struct Out {
   Array y, gx, gW, gb;
 };
 
-Out run(const Array& x, const Array& W, const Array& b, const Array& gy, bool cast_first, bool double_backprop = false) {
+Out run(const Array& x, const Array& W, const Array& b, const Array& gy, bool cast_first,
+        bool double_backprop = false) {
   Variable vx(x, true), vW(W, true), vb(b, true);
   const Variable y = cast_first ? F::linear(vx, F::cast(vW, x.dtype()), F::cast(vb, x.dtype())) : F::linear(vx, vW, vb);
   const std::vector<Variable> g = grad({y}, {vx, vW, vb}, {Variable(gy)}, {.enable_double_backprop = double_backprop});
@@ -24,7 +25,8 @@ Out run(const Array& x, const Array& W, const Array& b, const Array& gy, bool ca
 }
 
 double max_rel_error(const Array& got, const Array& want) {
-  const std::vector<double> a = got.to(Device::cpu()).to_vector<double>(), b = want.to(Device::cpu()).to_vector<double>();
+  const std::vector<double> a = got.to(Device::cpu()).to_vector<double>(),
+                            b = want.to(Device::cpu()).to_vector<double>();
   double scale = 0.0, err = 0.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     scale = std::max(scale, std::abs(b[i]));
@@ -49,7 +51,8 @@ TEST(MixedLinear, MatchesCastFirstWithFloat32ParameterGradients) {
       EXPECT_TRUE(allclose(mixed.gx, first.gx, 0.0, 0.0)) << what;
       // gW = gy^T x and gb = sum gy in float64 from the same 16-bit values: the mixed form is float32
       // accurate, the cast-first form rounds them to 16 bits.
-      const Array gW64 = F::matmul(Variable(gy.astype(Dtype::float64)), Variable(x.astype(Dtype::float64)), true, false).array();
+      const Array gW64 =
+          F::matmul(Variable(gy.astype(Dtype::float64)), Variable(x.astype(Dtype::float64)), true, false).array();
       const Array gb64 = F::sum(Variable(gy.astype(Dtype::float64)), Shape{0}).array();
       EXPECT_LT(max_rel_error(mixed.gW, gW64), 1e-5) << what;
       EXPECT_LT(max_rel_error(mixed.gb, gb64), 1e-5) << what;
