@@ -150,24 +150,14 @@ BatchNormResult ghost_batch_normalization(const Variable& x, const Variable& gam
 // x (N, C, S) as a view of a contiguous or 4-d channels-last array (the layouts the kernels take).
 Array bn_view3(const Array& a) {
   const int64_t n = a.shape()[0], c = a.shape()[1], s = a.size() / std::max<int64_t>(1, n * c);
-  if (a.ndim() == 4 && a.is_channels_last() && !a.is_contiguous()) {
+  if (a.suggest_memory_format() == MemoryFormat::channels_last) {
     return a.transpose({0, 2, 3, 1}).reshape({n, s, c}).transpose({0, 2, 1});
   }
   return a.reshape({n, c, s});
 }
 
-// `a` in `like`'s layout (contiguous or channels-last).
-Array in_layout_of(const Array& a, const Array& like) {
-  if (like.ndim() == 4 && like.is_channels_last() && !like.is_contiguous()) {
-    return a.to_memory_format(MemoryFormat::channels_last);
-  }
-  return a.contiguous();
-}
-
 Array empty_like_layout(const Array& like) {
-  const bool cl = like.ndim() == 4 && like.is_channels_last() && !like.is_contiguous();
-  return Array::empty(like.shape(), like.dtype(), like.device(),
-                      cl ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+  return Array::empty(like.shape(), like.dtype(), like.device(), like.suggest_memory_format());
 }
 
 // The composite form of batch normalization over `axes` (ghost sub-batches when asked).
@@ -198,7 +188,7 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
                                           const Variable& beta, const BatchNormOptions& options, const Shape& axes,
                                           const ParamShapes& ps, int64_t groups) {
   Array xa = x.array();
-  if (!xa.is_contiguous() && !(xa.ndim() == 4 && xa.is_channels_last())) xa = xa.contiguous();
+  if (!xa.is_contiguous() && !xa.is_channels_last()) xa = xa.contiguous();
   const int64_t c = xa.shape()[1];
   const Array y = empty_like_layout(xa);
   // Statistics of a 16-bit x in float32; the parameters' gradients in their own dtype.
@@ -217,7 +207,7 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
         return std::vector<Variable>{composite_batch_normalization(in[0], in[1], in[2], options, axes, ps).y};
       });
     }
-    const Array gy = in_layout_of(ctx.grad_output(0).array(), xa);
+    const Array gy = ctx.grad_output(0).array().to_memory_format(xa.suggest_memory_format());
     const Array gx = empty_like_layout(xa);
     const int64_t ch = xa.shape()[1];
     const Array gg = Array::empty({groups, ch}, param, xa.device());
