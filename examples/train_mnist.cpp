@@ -23,21 +23,13 @@
 #include "rensa/training.h"
 #include "large_batch_flags.h"
 #include "mixed_precision_flags.h"
+#include "models.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
 namespace E = rensa::extensions;
 
-struct MLP : rensa::Chain {
-  L::Linear l1, l2, l3;  // input sizes are inferred at the first call
-  explicit MLP(int64_t units) : l1(units), l2(units), l3(10) {
-    add_link("l1", l1);
-    add_link("l2", l2);
-    add_link("l3", l3);
-  }
-  rensa::Variable forward(const rensa::Variable& x) override { return l3(F::relu(l2(F::relu(l1(x))))); }
-  using Link::forward;
-};
+using rensa_examples::MLP;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an MLP on Fashion-MNIST (or MNIST-format files) with rensa"};

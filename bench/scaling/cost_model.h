@@ -1,0 +1,68 @@
+#pragma once
+// The cost model of data-parallel training: the step time of N ranks on M hosts, from a profile
+// (profile.h) of one host's compute and its collectives' alpha-beta fits.
+//
+//   T = D + C_cpu + exposed(C_wire) + straggle
+//
+// D is the step with the dummy communicator at the host's load (P processes: it packs and unpacks
+// but sends nothing, so it holds the compute and every cost but the collectives). C is the sum over
+// the overlap buckets of the communicator's collectives, each alpha + beta * bytes:
+//   flat            within a host: the shared-memory allreduce; across hosts: MPI's ring over N ranks,
+//                   2 (N - 1) alpha + 2 (N - 1) / N * S * beta (each step's message crosses one link)
+//   hierarchical    shared-memory allreduce, ring over the M hosts' first ranks, MPI_Bcast within hosts
+//   two_dimensional shared-memory allreduce, k rings of S / k over the M hosts sharing each host's link
+//                   (latency of one ring, bandwidth of S), MPI_Allgatherv within hosts
+//   naive           flat, one collective per parameter
+// The inter-host alpha and beta come from the 2-host fit of MPI_Allreduce (2 alpha + S beta there).
+// C splits into C_cpu, what the host's cores do (the shared-memory reductions and the collectives'
+// costs at the CPU-bound rate of an unshaped link), and C_wire, the rest of the link's time (latency
+// and the bytes beyond the CPU-bound rate), during which the cores are free. Overlap hides C_wire
+// behind backward, except the last bucket's; double buffering behind the whole next step; without a
+// free core per rank C_cpu is never hidden (it competes with the computation for the same cores).
+// Straggle: every step waits for the slowest of the N ranks, sigma * E[max of N standard normals]
+// beyond the mean, sigma the spread of single steps in the dummy run.
+#include <optional>
+#include <string>
+
+#include "bench/scaling/profile.h"
+
+namespace rensa_bench::scaling {
+
+struct Config {
+  std::string model = "mlp";
+  int64_t batch = 100;
+  int threads = 1;
+  int ranks = 1;  // N
+  int hosts = 1;  // M (N must be a multiple)
+  std::string communicator = "flat";
+  std::string wire = "float32";
+  std::string mode = "overlap";  // overlap, no_overlap or double_buffering
+  std::string link;              // the inter-host fit's link name (hosts > 1)
+  std::string cpu_link = "unshaped";
+  int machine_procs = 0;  // processes on the machine the compute was measured with (0: N / M)
+  int cores = 0;          // cores per host (0: the profile's machine)
+  // A link not measured here: one-way latency (s) and seconds per byte of each message.
+  std::optional<double> link_alpha, link_beta;
+};
+
+struct Prediction {
+  double dummy = 0;      // D
+  double comm_cpu = 0;   // C_cpu
+  double comm_wire = 0;  // C_wire
+  double exposed = 0;    // the part of C_wire not hidden
+  double straggle = 0;   // waiting for the slowest rank: jitter * E[max of N standard normals]
+  double step = 0;       // T
+  double single = 0;     // one process alone, no stage
+  double efficiency = 0; // single / step (weak scaling: each rank keeps its batch)
+  double of_dummy = 0;   // D / step
+};
+
+/// std::runtime_error naming the missing entry or the bad value (hosts not dividing ranks, an
+/// unknown communicator or mode, two_dimensional with unequal hosts, single_node over hosts).
+Prediction predict(const Profile& profile, const Config& config);
+
+/// Profile keys, shared by measure and predict.
+std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
+std::string buckets_key(const std::string& model);
+
+}  // namespace rensa_bench::scaling

@@ -1,0 +1,313 @@
+#include "bench/scaling/measure.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "bench/scaling/cost_model.h"
+#include "bench/scaling/profile.h"
+#include "examples/models.h"
+#include "rensa/mn.h"
+#include "rensa/rensa.h"
+#include "src/mn/mpi_util.h"
+#include "src/mn/shm_allreduce.h"
+
+namespace rensa_bench::scaling {
+namespace {
+
+namespace L = rensa::links;
+namespace O = rensa::optimizers;
+using rensa::Variable;
+
+// A model of the examples with its optimizer, and a few synthetic batches.
+struct Built {
+  std::shared_ptr<L::Classifier> model;
+  std::unique_ptr<O::Optimizer> optimizer;
+  std::vector<Variable> xs, ts;
+  std::size_t next = 0;
+
+  Variable loss() {
+    const std::size_t i = next++ % xs.size();
+    return (*model)(std::vector<Variable>{xs[i], ts[i]});
+  }
+};
+
+Built build(const Workload& w) {
+  rensa::seed(0);
+  Built b;
+  rensa::Shape sample;
+  if (w.model == "mlp") {
+    b.model = std::make_shared<L::Classifier>(std::make_shared<rensa_examples::MLP>(1000));
+    b.optimizer = std::make_unique<O::Adam>();
+    sample = {784};
+  } else if (w.model == "cnn") {
+    b.model = std::make_shared<L::Classifier>(std::make_shared<rensa_examples::CNN>(128));
+    b.optimizer = std::make_unique<O::MomentumSGD>(0.01, 0.9);
+    sample = {1, 28, 28};
+  } else {
+    b.model = std::make_shared<L::Classifier>(std::make_shared<rensa_examples::ResNet>());
+    b.optimizer = std::make_unique<O::MomentumSGD>(0.1, 0.9);
+    b.optimizer->add_hook(std::make_shared<O::WeightDecay>(5e-4));
+    sample = {1, 28, 28};
+  }
+  rensa::Shape shape{w.batch};
+  for (const int64_t d : sample) shape.push_back(d);
+  for (int i = 0; i < 4; ++i) {
+    b.xs.emplace_back(rensa::random::uniform(shape, 0.0, 1.0, rensa::Dtype::float32));
+    b.ts.emplace_back(rensa::random::uniform({w.batch}, 0.0, 10.0).astype(rensa::Dtype::int32));
+  }
+  b.loss();  // initializes the lazily sized parameters
+  b.model->cleargrads();
+  return b;
+}
+
+// Seconds per call of `fn`: `warmup` calls, then the median over `repeats` of `steps` calls each,
+// taking the slowest rank of `comm` (the ranks start each repeat together). With `jitter`, also the
+// standard deviation of single calls' times, pooled over the ranks.
+double timed(const std::function<void()>& fn, int steps, int warmup, int repeats, MPI_Comm comm,
+             double* jitter = nullptr) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> times;
+  double moments[3] = {0, 0, 0};  // calls, sum, sum of squares
+  for (int r = 0; r < repeats; ++r) {
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    double last = t0;
+    for (int i = 0; i < steps; ++i) {
+      fn();
+      if (jitter) {
+        const double now = MPI_Wtime();
+        moments[0] += 1;
+        moments[1] += now - last;
+        moments[2] += (now - last) * (now - last);
+        last = now;
+      }
+    }
+    double t = (MPI_Wtime() - t0) / steps;
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    times.push_back(t);
+  }
+  if (jitter) {
+    MPI_Allreduce(MPI_IN_PLACE, moments, 3, MPI_DOUBLE, MPI_SUM, comm);
+    const double mean = moments[1] / moments[0];
+    *jitter = std::sqrt(std::max(0.0, moments[2] / moments[0] - mean * mean));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// Seconds per collective: as many calls as fill about `seconds`, agreed on by the ranks of `comm`.
+double timed_collective(const std::function<void()>& fn, MPI_Comm comm, double seconds = 0.1) {
+  fn();
+  double t0 = MPI_Wtime();
+  fn();
+  double one = MPI_Wtime() - t0;
+  MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const int iters = std::max(1, static_cast<int>(seconds / std::max(one, 1e-7)));
+  return timed(fn, iters, 0, 3, comm);
+}
+
+const std::vector<std::string> kWires = {"float32", "float16", "bfloat16"};
+const std::vector<double> kSizes = {16e3, 64e3, 256e3, 1 << 20, 4 << 20, 16 << 20};
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+struct Layout {
+  MPI_Comm intra = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  int rank = 0, size = 1, k = 1, hosts = 1, intra_rank = 0;
+  Layout() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &intra);
+    MPI_Comm_rank(intra, &intra_rank);
+    MPI_Comm_size(intra, &k);
+    MPI_Comm_split(MPI_COMM_WORLD, intra_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
+    int leader = intra_rank == 0 ? 1 : 0;
+    MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (hosts * k != size) throw std::runtime_error("bench_scaling_model: hosts hold different numbers of ranks");
+  }
+  ~Layout() {
+    if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+    MPI_Comm_free(&intra);
+  }
+};
+
+void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
+  Built plain = build(w);
+  plain.optimizer->setup(*plain.model);
+  const auto timing = [&](const std::function<void()>& fn) {
+    return timed(fn, w.steps, w.warmup, w.repeats, MPI_COMM_WORLD);
+  };
+  const double forward = timing([&] { plain.loss(); });
+  const double forward_backward = timing([&] {
+    plain.model->cleargrads();
+    plain.loss().backward();
+  });
+  const double step = timing([&] { plain.optimizer->update([&] { return plain.loss(); }); });
+  const double backward = forward_backward - forward;
+  profile.set(compute_key(w.model, w.batch, w.threads, lay.size, "none"),
+              {{"forward", forward}, {"backward", backward}, {"update", step - forward_backward}, {"step", step}});
+  for (const std::string& wire : kWires) {
+    Built b = build(w);
+    auto comm = rensa::mn::create_communicator("dummy", {.allreduce_grad_dtype = rensa::dtype_from_name(wire)});
+    rensa::mn::add_multi_node_stage(*b.optimizer, comm);
+    b.optimizer->setup(*b.model);
+    double jitter = 0;
+    const double s = timed([&] { b.optimizer->update([&] { return b.loss(); }); }, w.steps, w.warmup, w.repeats,
+                           MPI_COMM_WORLD, &jitter);
+    profile.set(compute_key(w.model, w.batch, w.threads, lay.size, wire), {{"forward", forward},
+                                                                           {"backward", backward},
+                                                                           {"update", s - forward_backward},
+                                                                           {"step", s},
+                                                                           {"jitter", jitter}});
+  }
+  // The overlap buckets (MultiNodeOptimizerOptions' rule: reverse namedparams order, at most
+  // bucket_cap bytes of parameters each, a larger parameter alone).
+  const int64_t cap = rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap;
+  const auto named = plain.model->namedparams(false);
+  nlohmann::json elements = nlohmann::json::array(), params = nlohmann::json::array();
+  int64_t bytes = 0, count = 0;
+  for (auto it = named.rbegin(); it != named.rend(); ++it) {
+    const int64_t n = it->second.size();
+    const int64_t nb = n * static_cast<int64_t>(rensa::itemsize(it->second.dtype()));
+    if (count > 0 && bytes + nb > cap) {
+      elements.push_back(count);
+      bytes = count = 0;
+    }
+    bytes += nb;
+    count += n;
+    params.push_back(n);
+  }
+  if (count > 0) elements.push_back(count);
+  profile.set(buckets_key(w.model), {{"elements", elements}, {"params", params}});
+}
+
+void measure_intra(Profile& profile, const Layout& lay) {
+  rensa::mn::detail::ShmAllreduce shm;
+  if (!shm.init(lay.intra)) throw std::runtime_error("bench_scaling_model: the shared-memory segment cannot be mapped");
+  std::vector<char> buf(kSizes.back());
+  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.size);
+  for (const std::string& wire : kWires) {
+    const rensa::Dtype dt = rensa::dtype_from_name(wire);
+    std::vector<std::pair<double, double>> pts;
+    for (const double bytes : kSizes) {
+      const auto n = static_cast<int64_t>(bytes) / static_cast<int64_t>(rensa::itemsize(dt));
+      std::fill(buf.begin(), buf.end(), 0);
+      pts.emplace_back(bytes, timed_collective(
+                                  [&] { shm.allreduce(buf.data(), buf.data(), n, dt, rensa::mn::ReduceOp::sum); },
+                                  lay.intra));
+    }
+    profile.set("intra" + tail + " " + wire, fit_affine(pts));
+  }
+  std::vector<std::pair<double, double>> bcast, gather;
+  for (const double bytes : kSizes) {
+    const int n = static_cast<int>(bytes);
+    bcast.emplace_back(bytes, timed_collective([&] { MPI_Bcast(buf.data(), n, MPI_BYTE, 0, lay.intra); }, lay.intra));
+    std::vector<int> counts(static_cast<std::size_t>(lay.k)), displs(static_cast<std::size_t>(lay.k));
+    for (int i = 0; i < lay.k; ++i) {
+      displs[static_cast<std::size_t>(i)] = static_cast<int>(static_cast<int64_t>(n) * i / lay.k);
+      counts[static_cast<std::size_t>(i)] = static_cast<int>(static_cast<int64_t>(n) * (i + 1) / lay.k) -
+                                            displs[static_cast<std::size_t>(i)];
+    }
+    gather.emplace_back(bytes, timed_collective(
+                                   [&] {
+                                     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf.data(), counts.data(),
+                                                    displs.data(), MPI_BYTE, lay.intra);
+                                   },
+                                   lay.intra));
+  }
+  profile.set("bcast" + tail, fit_affine(bcast));
+  profile.set("allgather" + tail, fit_affine(gather));
+}
+
+void measure_inter(Profile& profile, const Layout& lay, const std::string& link) {
+  std::vector<char> buf(kSizes.back());
+  for (const std::string& wire : kWires) {
+    const rensa::Dtype dt = rensa::dtype_from_name(wire);
+    std::vector<std::pair<double, double>> pts;
+    for (const double bytes : kSizes) {
+      const int n = static_cast<int>(static_cast<int64_t>(bytes) / static_cast<int64_t>(rensa::itemsize(dt)));
+      std::fill(buf.begin(), buf.end(), 0);
+      pts.emplace_back(bytes, timed_collective(
+                                  [&] {
+                                    MPI_Allreduce(MPI_IN_PLACE, buf.data(), n, rensa::mn::detail::mpi_type(dt),
+                                                  rensa::mn::detail::mpi_op(dt, rensa::mn::ReduceOp::sum),
+                                                  lay.leaders);
+                                  },
+                                  lay.leaders));
+    }
+    profile.set("inter M" + std::to_string(lay.hosts) + " " + link + " " + wire, fit_affine(pts));
+  }
+}
+
+}  // namespace
+
+Workload resolved(Workload w) {
+  if (w.model != "mlp" && w.model != "cnn" && w.model != "resnet") {
+    throw std::runtime_error("bench_scaling_model: unknown model '" + w.model + "' (mlp, cnn, resnet)");
+  }
+  if (w.batch == 0) w.batch = w.model == "mlp" ? 100 : 64;
+  return w;
+}
+
+void measure(const Workload& w0, const std::string& path, const std::string& link) {
+  const Workload w = resolved(w0);
+  rensa::set_num_threads(w.threads);
+  const Layout lay;
+  Profile profile = lay.rank == 0 ? Profile::load(path) : Profile{};
+  measure_compute(w, profile, lay);
+  if (lay.k > 1) measure_intra(profile, lay);
+  if (lay.hosts > 1) {
+    if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
+    if (lay.k == 1) {
+      if (lay.intra_rank == 0) measure_inter(profile, lay, link);
+    } else if (lay.rank == 0) {
+      std::printf("inter-host entries are measured with one rank per host; skipped with %d\n", lay.k);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (lay.rank == 0) {
+    profile.machine()["cpu"] = cpu_model();
+    profile.machine()["cores"] = static_cast<int>(std::thread::hardware_concurrency());
+    char date[16];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+    profile.machine()["date"] = date;
+    profile.save(path);
+    std::printf("%s: %s, %d ranks on %d hosts\n", path.c_str(), w.model.c_str(), lay.size, lay.hosts);
+  }
+}
+
+double time_steps(const Workload& w0, const std::string& communicator, const std::string& wire,
+                  const std::string& mode) {
+  const Workload w = resolved(w0);
+  if (mode != "overlap" && mode != "no_overlap" && mode != "double_buffering") {
+    throw std::runtime_error("bench_scaling_model step: unknown mode '" + mode +
+                             "' (overlap, no_overlap, double_buffering)");
+  }
+  rensa::set_num_threads(w.threads);
+  Built b = build(w);
+  auto comm = rensa::mn::create_communicator(communicator, {.allreduce_grad_dtype = rensa::dtype_from_name(wire)});
+  rensa::mn::add_multi_node_stage(*b.optimizer, comm,
+                                  {.double_buffering = mode == "double_buffering", .overlap = mode == "overlap"});
+  b.optimizer->setup(*b.model);
+  return timed([&] { b.optimizer->update([&] { return b.loss(); }); }, w.steps, w.warmup, w.repeats, MPI_COMM_WORLD);
+}
+
+}  // namespace rensa_bench::scaling

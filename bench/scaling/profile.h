@@ -1,0 +1,45 @@
+#pragma once
+// A scaling profile: what `bench_scaling_model measure` found on a machine, as one JSON file that
+// several measure runs fill in (each rewrites it atomically with its entries added). Entries:
+//   "compute <model> b<batch> t<threads> P<procs> <wire>": {"forward", "backward", "update", "step"}
+//       seconds per training step with P processes on the machine, gradients packed for <wire> by
+//       the dummy communicator (update = the step less forward and backward: packing, the stage, the rule);
+//   "buckets <model>": {"elements": [...]}: the gradient elements of each overlap bucket, in launch order;
+//   "intra k<k> P<procs> <wire>", "bcast k<k> P<procs>", "allgather k<k> P<procs>": within a host of
+//       k ranks: the shared-memory allreduce of <wire> elements, MPI_Bcast and MPI_Allgatherv;
+//   "inter M<hosts> <link> <wire>": MPI_Allreduce among one rank per host, over the link named <link>.
+// Each collective entry is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes, and its points.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace rensa_bench::scaling {
+
+class Profile {
+ public:
+  /// Reads `path`; an absent file is an empty profile. std::runtime_error naming the file for
+  /// anything that is not a profile.
+  static Profile load(const std::string& path);
+  /// Writes atomically (a temporary file beside `path`, then rename).
+  void save(const std::string& path) const;
+
+  bool has(const std::string& key) const { return entries_.contains(key); }
+  /// The entry; std::runtime_error naming the key, the file and the measure run that provides it.
+  const nlohmann::json& at(const std::string& key, const std::string& hint) const;
+  void set(const std::string& key, nlohmann::json value) { entries_[key] = std::move(value); }
+  /// The machine the entries were measured on ("cpu", "cores", "date").
+  nlohmann::json& machine() { return machine_; }
+  const nlohmann::json& machine() const { return machine_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  nlohmann::json machine_ = nlohmann::json::object();
+  nlohmann::json entries_ = nlohmann::json::object();
+};
+
+/// seconds = alpha + beta * bytes, fitted to (bytes, seconds) points by least squares on the
+/// relative error (small and large sizes count alike).
+nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points);
+
+}  // namespace rensa_bench::scaling
