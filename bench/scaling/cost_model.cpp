@@ -34,6 +34,20 @@ double wire_bytes(const std::string& wire) {
   throw std::runtime_error("scaling model: unknown wire dtype '" + wire + "' (float32, float16, bfloat16, float64)");
 }
 
+// The fit's cost at `bytes`: between measured sizes, the straight line between the two nearest
+// (MPI switches algorithms with the size); outside them, alpha + beta * bytes.
+double cost_at(const nlohmann::json& fit, double bytes) {
+  const nlohmann::json& pts = fit.at("points");
+  for (std::size_t i = 0; i + 1 < pts.size(); ++i) {
+    const double x0 = pts[i][0].get<double>(), x1 = pts[i + 1][0].get<double>();
+    if (bytes >= x0 && bytes <= x1) {
+      const double t0 = pts[i][1].get<double>(), t1 = pts[i + 1][1].get<double>();
+      return x1 > x0 ? t0 + (t1 - t0) * (bytes - x0) / (x1 - x0) : t0;
+    }
+  }
+  return fit.at("alpha").get<double>() + fit.at("beta").get<double>() * bytes;
+}
+
 class Model {
  public:
   Model(const Profile& p, const Config& c) : p_(p), c_(c) {
@@ -51,12 +65,12 @@ class Model {
         alpha_ = *c_.link_alpha;
         beta_ = *c_.link_beta;
       } else {
-        std::tie(alpha_, beta_) = ring_params(c_.link);
+        link_fit_ = &inter_fit(c_.link);
+        alpha_ = link_fit_->at("alpha").get<double>() / 2;
+        beta_ = link_fit_->at("beta").get<double>();
       }
-      beta_cpu_ = beta_;
-      if (!c_.cpu_link.empty() && c_.cpu_link != c_.link) {
-        const std::string key = "inter M2 " + c_.cpu_link + " " + c_.wire;
-        if (p_.has(key)) beta_cpu_ = std::min(beta_, ring_params(c_.cpu_link).second);
+      if (!c_.cpu_link.empty() && c_.cpu_link != c_.link && p_.has(inter_key(c_.cpu_link))) {
+        cpu_fit_ = &inter_fit(c_.cpu_link);
       }
     }
   }
@@ -66,19 +80,17 @@ class Model {
     if (name == "dummy") return {};
     if (c_.hosts == 1) return {intra("intra", bytes), 0};
     if (name == "single_node") throw std::runtime_error("scaling model: single_node needs every rank on one host");
-    if (name == "flat" || name == "naive") return ring(c_.ranks, bytes, 1);
     if (name == "hierarchical") {
-      Cost c = ring(c_.hosts, bytes, 1);
+      Cost c = ring(c_.hosts, bytes);
       c.cpu += intra("intra", bytes) + intra("bcast", bytes);
       return c;
     }
     if (name == "two_dimensional") {
-      Cost c = ring(c_.hosts, bytes, k_);
+      Cost c = ring(c_.hosts, bytes);
       c.cpu += intra("intra", bytes) + intra("allgather", bytes);
       return c;
     }
-    throw std::runtime_error("scaling model: unknown communicator '" + name +
-                             "' (flat, naive, hierarchical, two_dimensional, single_node, dummy)");
+    return ring(c_.ranks, bytes);  // flat and naive: one ring over every rank
   }
 
   const std::string& hint() const { return hint_; }
@@ -86,24 +98,29 @@ class Model {
   int per_host() const { return k_; }
 
  private:
-  // alpha (one-way latency) and beta (seconds per byte of each ring message) of a link, from the
-  // 2-host MPI_Allreduce fit: a + b S = 2 alpha + S beta.
-  std::pair<double, double> ring_params(const std::string& link) const {
-    const nlohmann::json& f =
-        p_.at("inter M2 " + link + " " + c_.wire, "run `bench_scaling_model measure` with one rank on each of 2 hosts "
-                                                  "joined by the link '" + link + "' (--link " + link + ")");
-    return {f.at("alpha").get<double>() / 2, f.at("beta").get<double>()};
+  std::string inter_key(const std::string& link) const { return "inter M2 " + link + " " + c_.wire; }
+  const nlohmann::json& inter_fit(const std::string& link) const {
+    return p_.at(inter_key(link), "run `bench_scaling_model measure --link " + link +
+                                      "` with one rank on each of 2 hosts joined by that link");
   }
 
-  // MPI's ring allreduce of `bytes` over n ranks, `streams` of them sharing each host's link (each
-  // carrying bytes / streams): 2 (n - 1) steps of latency; each link carries 2 (n - 1) / n of the bytes.
-  Cost ring(int n, double bytes, int streams) const {
+  // MPI's allreduce of `bytes` over n ranks, one link per host. Two: as measured (the 2-host fit,
+  // a + b S = 2 alpha + S beta). More: the ring, 2 (n - 1) steps of latency, each link carrying
+  // 2 (n - 1) / n of the bytes. The CPU share is the unshaped link's cost of the same traffic.
+  Cost ring(int n, double bytes) const {
     if (n <= 1) return {};
-    const double steps = 2.0 * (n - 1);
-    const double moved = steps / n * bytes;
-    (void)streams;  // the streams share the link: the bytes through it are the same
-    const double cpu = moved * beta_cpu_;
-    return {cpu, steps * alpha_ + moved * beta_ - cpu};
+    double total = 0, cpu = 0;
+    if (n == 2 && link_fit_) {
+      total = cost_at(*link_fit_, bytes);
+      cpu = cpu_fit_ ? cost_at(*cpu_fit_, bytes) : total;
+    } else {
+      const double steps = 2.0 * (n - 1);
+      const double moved = steps / n * bytes;
+      total = steps * alpha_ + moved * beta_;
+      cpu = cpu_fit_ ? moved * cpu_fit_->at("beta").get<double>() : total;
+    }
+    cpu = std::min(cpu, total);
+    return {cpu, total - cpu};
   }
 
   double intra(const std::string& what, double bytes) const {
@@ -111,29 +128,39 @@ class Model {
     std::string key = what + " k" + std::to_string(k_) + " P" + std::to_string(procs_);
     if (what == "intra") key += " " + c_.wire;
     const nlohmann::json& f = p_.at(key, hint_);
-    return f.at("alpha").get<double>() + f.at("beta").get<double>() * bytes;
+    return cost_at(f, bytes);
   }
 
   const Profile& p_;
   const Config& c_;
   int k_ = 1, procs_ = 1;
-  double alpha_ = 0, beta_ = 0, beta_cpu_ = 0;
+  double alpha_ = 0, beta_ = 0;  // of the link: one message's latency, seconds per byte
+  const nlohmann::json* link_fit_ = nullptr;
+  const nlohmann::json* cpu_fit_ = nullptr;
   std::string hint_;
 };
 
-// E[max of n independent standard normals]: exact values for small n, then the extreme-value
-// expansion.
+// E[max of n independent standard normals] = integral of x n phi(x) Phi(x)^(n-1) dx, numerically.
 double expected_max_normal(int n) {
-  static const double small[] = {0, 0, 0.5642, 0.8463, 1.0294, 1.1630, 1.2672, 1.3522, 1.4236};
-  if (n < 9) return small[n];
-  const double l = std::log(static_cast<double>(n));
-  const double a = std::sqrt(2 * l);
-  return a - (std::log(l) + std::log(4 * M_PI)) / (2 * a) + 0.5772 / a;
+  if (n <= 1) return 0;
+  double sum = 0;
+  const double h = 1e-3;
+  for (double x = -9; x < 9; x += h) {
+    const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    sum += x * n * pdf * std::pow(cdf, n - 1) * h;
+  }
+  return sum;
 }
 
 }  // namespace
 
 Prediction predict(const Profile& profile, const Config& c) {
+  static const char* const kNames[] = {"flat", "naive", "hierarchical", "two_dimensional", "single_node", "dummy"};
+  if (std::find(std::begin(kNames), std::end(kNames), c.communicator) == std::end(kNames)) {
+    throw std::runtime_error("scaling model: unknown communicator '" + c.communicator +
+                             "' (flat, naive, hierarchical, two_dimensional, single_node, dummy)");
+  }
   if (c.mode != "overlap" && c.mode != "no_overlap" && c.mode != "double_buffering") {
     throw std::runtime_error("scaling model: unknown mode '" + c.mode + "' (overlap, no_overlap, double_buffering)");
   }
@@ -185,9 +212,12 @@ Prediction predict(const Profile& profile, const Config& c) {
   const double tail = c.mode == "overlap" ? (free_core ? last.cpu + last.wire : last.wire) : 0;
   p.exposed = std::max(hideable - hidden_window, tail);
   if (c.mode == "no_overlap") p.exposed = hideable;
-  // Every rank waits for the slowest at each step: the expected maximum of N step times whose
-  // spread the dummy run measured (a normal's), beyond their mean.
-  if (c.communicator != "dummy") p.straggle = d.value("jitter", 0.0) * expected_max_normal(c.ranks);
+  // Every rank waits for the slowest at each step. Measured at P processes in lockstep; for N ranks
+  // it grows as the expected maximum of N normal step times beyond their mean.
+  if (c.communicator != "dummy" && c.ranks > 1 && m.procs() > 1) {
+    p.straggle = d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), c.ranks)) *
+                 expected_max_normal(c.ranks);
+  }
   p.step = p.dummy + unhideable + p.exposed + p.straggle;
   p.efficiency = p.single / p.step;
   p.of_dummy = p.dummy / p.step;

@@ -13,14 +13,18 @@
 //   two_dimensional shared-memory allreduce, k rings of S / k over the M hosts sharing each host's link
 //                   (latency of one ring, bandwidth of S), MPI_Allgatherv within hosts
 //   naive           flat, one collective per parameter
-// The inter-host alpha and beta come from the 2-host fit of MPI_Allreduce (2 alpha + S beta there).
+// Each collective's cost at a size between the sizes measured (the model's own buckets among them)
+// is interpolated between the two nearest; beyond them alpha + beta * bytes. Between 2 hosts the
+// measured 2-host MPI_Allreduce is used as it is; over more, the ring with its alpha and beta
+// (2 alpha + S beta at 2 hosts).
 // C splits into C_cpu, what the host's cores do (the shared-memory reductions and the collectives'
 // costs at the CPU-bound rate of an unshaped link), and C_wire, the rest of the link's time (latency
 // and the bytes beyond the CPU-bound rate), during which the cores are free. Overlap hides C_wire
 // behind backward, except the last bucket's; double buffering behind the whole next step; without a
 // free core per rank C_cpu is never hidden (it competes with the computation for the same cores).
-// Straggle: every step waits for the slowest of the N ranks, sigma * E[max of N standard normals]
-// beyond the mean, sigma the spread of single steps in the dummy run.
+// Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
+// barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
+// E[max of N standard normals] / E[max of P] (independent, normally spread step times).
 #include <optional>
 #include <string>
 
@@ -50,7 +54,7 @@ struct Prediction {
   double comm_cpu = 0;   // C_cpu
   double comm_wire = 0;  // C_wire
   double exposed = 0;    // the part of C_wire not hidden
-  double straggle = 0;   // waiting for the slowest rank: jitter * E[max of N standard normals]
+  double straggle = 0;   // waiting for the slowest rank
   double step = 0;       // T
   double single = 0;     // one process alone, no stage
   double efficiency = 0; // single / step (weak scaling: each rank keeps its batch)

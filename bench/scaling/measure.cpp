@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -72,53 +71,69 @@ Built build(const Workload& w) {
 }
 
 // Seconds per call of `fn`: `warmup` calls, then the median over `repeats` of `steps` calls each,
-// taking the slowest rank of `comm` (the ranks start each repeat together). With `jitter`, also the
-// standard deviation of single calls' times, pooled over the ranks.
-double timed(const std::function<void()>& fn, int steps, int warmup, int repeats, MPI_Comm comm,
-             double* jitter = nullptr) {
+// taking the slowest rank of `comm` (the ranks start each repeat together).
+double timed(const std::function<void()>& fn, int steps, int warmup, int repeats, MPI_Comm comm) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> times;
-  double moments[3] = {0, 0, 0};  // calls, sum, sum of squares
   for (int r = 0; r < repeats; ++r) {
     MPI_Barrier(comm);
     const double t0 = MPI_Wtime();
-    double last = t0;
-    for (int i = 0; i < steps; ++i) {
-      fn();
-      if (jitter) {
-        const double now = MPI_Wtime();
-        moments[0] += 1;
-        moments[1] += now - last;
-        moments[2] += (now - last) * (now - last);
-        last = now;
-      }
-    }
+    for (int i = 0; i < steps; ++i) fn();
     double t = (MPI_Wtime() - t0) / steps;
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     times.push_back(t);
-  }
-  if (jitter) {
-    MPI_Allreduce(MPI_IN_PLACE, moments, 3, MPI_DOUBLE, MPI_SUM, comm);
-    const double mean = moments[1] / moments[0];
-    *jitter = std::sqrt(std::max(0.0, moments[2] / moments[0] - mean * mean));
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
 
 // Seconds per collective: as many calls as fill about `seconds`, agreed on by the ranks of `comm`.
-double timed_collective(const std::function<void()>& fn, MPI_Comm comm, double seconds = 0.1) {
+// With `gap`, each call follows an idle pause that long (training's compute between its collectives:
+// TCP paces and sizes its window differently after idling) and only the calls are timed.
+double timed_collective(const std::function<void()>& fn, MPI_Comm comm, double gap = 0, double seconds = 0.1) {
   fn();
   double t0 = MPI_Wtime();
   fn();
   double one = MPI_Wtime() - t0;
   MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, comm);
-  const int iters = std::max(1, static_cast<int>(seconds / std::max(one, 1e-7)));
-  return timed(fn, iters, 0, 3, comm);
+  const int iters = std::max(1, static_cast<int>(seconds / std::max(one + gap, 1e-7)));
+  if (gap <= 0) return timed(fn, iters, 0, 3, comm);
+  std::vector<double> times;
+  for (int r = 0; r < 3; ++r) {
+    MPI_Barrier(comm);
+    double busy = 0;
+    for (int i = 0; i < iters; ++i) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(gap));
+      t0 = MPI_Wtime();
+      fn();
+      busy += MPI_Wtime() - t0;
+    }
+    busy /= iters;
+    MPI_Allreduce(MPI_IN_PLACE, &busy, 1, MPI_DOUBLE, MPI_MAX, comm);
+    times.push_back(busy);
+  }
+  std::sort(times.begin(), times.end());
+  return times[1];
 }
 
 const std::vector<std::string> kWires = {"float32", "float16", "bfloat16"};
-const std::vector<double> kSizes = {16e3, 64e3, 256e3, 1 << 20, 4 << 20, 16 << 20};
+const std::vector<double> kLadder = {16e3, 64e3, 256e3, 1 << 20, 4 << 20, 16 << 20};
+
+// The sizes to time for `wire`: the ladder, and the model's own collectives (each bucket, and all
+// gradients at once): MPI changes algorithm with the size, so the cost is not one line everywhere.
+std::vector<double> sizes_for(const nlohmann::json& buckets, const std::string& wire) {
+  std::vector<double> sizes = kLadder;
+  const double isz = static_cast<double>(rensa::itemsize(rensa::dtype_from_name(wire)));
+  double total = 0;
+  for (const auto& e : buckets.at("elements")) {
+    sizes.push_back(e.get<double>() * isz);
+    total += e.get<double>() * isz;
+  }
+  sizes.push_back(total);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -168,14 +183,17 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
     auto comm = rensa::mn::create_communicator("dummy", {.allreduce_grad_dtype = rensa::dtype_from_name(wire)});
     rensa::mn::add_multi_node_stage(*b.optimizer, comm);
     b.optimizer->setup(*b.model);
-    double jitter = 0;
-    const double s = timed([&] { b.optimizer->update([&] { return b.loss(); }); }, w.steps, w.warmup, w.repeats,
-                           MPI_COMM_WORLD, &jitter);
+    const double s = timing([&] { b.optimizer->update([&] { return b.loss(); }); });
+    // The same steps in lockstep (a barrier after each): what waiting for the slowest rank costs.
+    const double synced = timing([&] {
+      b.optimizer->update([&] { return b.loss(); });
+      MPI_Barrier(MPI_COMM_WORLD);
+    });
     profile.set(compute_key(w.model, w.batch, w.threads, lay.size, wire), {{"forward", forward},
                                                                            {"backward", backward},
                                                                            {"update", s - forward_backward},
                                                                            {"step", s},
-                                                                           {"jitter", jitter}});
+                                                                           {"straggle", std::max(0.0, synced - s)}});
   }
   // The overlap buckets (MultiNodeOptimizerOptions' rule: reverse namedparams order, at most
   // bucket_cap bytes of parameters each, a larger parameter alone).
@@ -198,15 +216,15 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
   profile.set(buckets_key(w.model), {{"elements", elements}, {"params", params}});
 }
 
-void measure_intra(Profile& profile, const Layout& lay) {
+void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& buckets) {
   rensa::mn::detail::ShmAllreduce shm;
   if (!shm.init(lay.intra)) throw std::runtime_error("bench_scaling_model: the shared-memory segment cannot be mapped");
-  std::vector<char> buf(kSizes.back());
+  std::vector<char> buf(static_cast<std::size_t>(std::max(kLadder.back(), sizes_for(buckets, "float32").back())));
   const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.size);
   for (const std::string& wire : kWires) {
     const rensa::Dtype dt = rensa::dtype_from_name(wire);
     std::vector<std::pair<double, double>> pts;
-    for (const double bytes : kSizes) {
+    for (const double bytes : sizes_for(buckets, wire)) {
       const auto n = static_cast<int64_t>(bytes) / static_cast<int64_t>(rensa::itemsize(dt));
       std::fill(buf.begin(), buf.end(), 0);
       pts.emplace_back(bytes, timed_collective(
@@ -216,7 +234,7 @@ void measure_intra(Profile& profile, const Layout& lay) {
     profile.set("intra" + tail + " " + wire, fit_affine(pts));
   }
   std::vector<std::pair<double, double>> bcast, gather;
-  for (const double bytes : kSizes) {
+  for (const double bytes : sizes_for(buckets, "float32")) {
     const int n = static_cast<int>(bytes);
     bcast.emplace_back(bytes, timed_collective([&] { MPI_Bcast(buf.data(), n, MPI_BYTE, 0, lay.intra); }, lay.intra));
     std::vector<int> counts(static_cast<std::size_t>(lay.k)), displs(static_cast<std::size_t>(lay.k));
@@ -236,12 +254,14 @@ void measure_intra(Profile& profile, const Layout& lay) {
   profile.set("allgather" + tail, fit_affine(gather));
 }
 
-void measure_inter(Profile& profile, const Layout& lay, const std::string& link) {
-  std::vector<char> buf(kSizes.back());
+// Between steps' collectives the link idles for the step's compute (`gap`): timed the same way.
+void measure_inter(Profile& profile, const Layout& lay, const std::string& link, const nlohmann::json& buckets,
+                   double gap) {
+  std::vector<char> buf(static_cast<std::size_t>(std::max(kLadder.back(), sizes_for(buckets, "float32").back())));
   for (const std::string& wire : kWires) {
     const rensa::Dtype dt = rensa::dtype_from_name(wire);
     std::vector<std::pair<double, double>> pts;
-    for (const double bytes : kSizes) {
+    for (const double bytes : sizes_for(buckets, wire)) {
       const int n = static_cast<int>(static_cast<int64_t>(bytes) / static_cast<int64_t>(rensa::itemsize(dt)));
       std::fill(buf.begin(), buf.end(), 0);
       pts.emplace_back(bytes, timed_collective(
@@ -250,7 +270,7 @@ void measure_inter(Profile& profile, const Layout& lay, const std::string& link)
                                                   rensa::mn::detail::mpi_op(dt, rensa::mn::ReduceOp::sum),
                                                   lay.leaders);
                                   },
-                                  lay.leaders));
+                                  lay.leaders, gap));
     }
     profile.set("inter M" + std::to_string(lay.hosts) + " " + link + " " + wire, fit_affine(pts));
   }
@@ -272,11 +292,13 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
   const Layout lay;
   Profile profile = lay.rank == 0 ? Profile::load(path) : Profile{};
   measure_compute(w, profile, lay);
-  if (lay.k > 1) measure_intra(profile, lay);
+  const nlohmann::json buckets = profile.at(buckets_key(w.model), "");  // every rank set it
+  if (lay.k > 1) measure_intra(profile, lay, buckets);
   if (lay.hosts > 1) {
     if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
     if (lay.k == 1) {
-      if (lay.intra_rank == 0) measure_inter(profile, lay, link);
+      const double gap = profile.at(compute_key(w.model, w.batch, w.threads, lay.size, "float32"), "").at("step");
+      if (lay.intra_rank == 0) measure_inter(profile, lay, link, buckets, gap);
     } else if (lay.rank == 0) {
       std::printf("inter-host entries are measured with one rank per host; skipped with %d\n", lay.k);
     }

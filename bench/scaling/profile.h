@@ -1,9 +1,10 @@
 #pragma once
 // A scaling profile: what `bench_scaling_model measure` found on a machine, as one JSON file that
 // several measure runs fill in (each rewrites it atomically with its entries added). Entries:
-//   "compute <model> b<batch> t<threads> P<procs> <wire>": {"forward", "backward", "update", "step"}
-//       seconds per training step with P processes on the machine, gradients packed for <wire> by
-//       the dummy communicator (update = the step less forward and backward: packing, the stage, the rule);
+//   "compute <model> b<batch> t<threads> P<procs> <wire>": {"forward", "backward", "update", "step",
+//       "straggle"}: seconds per training step with P processes on the machine, gradients packed for
+//       <wire> by the dummy communicator (update = the step less forward and backward: packing, the
+//       stage, the rule; straggle = what a barrier after each step adds); <wire> "none": no stage;
 //   "buckets <model>": {"elements": [...]}: the gradient elements of each overlap bucket, in launch order;
 //   "intra k<k> P<procs> <wire>", "bcast k<k> P<procs>", "allgather k<k> P<procs>": within a host of
 //       k ranks: the shared-memory allreduce of <wire> elements, MPI_Bcast and MPI_Allgatherv;

@@ -168,6 +168,15 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   /// CommunicatorOptions::shared_memory); false (nothing done) when that is off, this host has one
   /// rank, or the segment could not be mapped. Collective over ch.intra.
   bool shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op);
+  /// The channel's shared-memory reducer, mapped at the first call (the same point on every rank of
+  /// the host); null when shm_allreduce would return false.
+  ShmAllreduce* host_reducer(Channel& ch);
+  /// Whether reduce_wire is the host's shared-memory allreduce alone (every rank on one host); then
+  /// mean_grads packs into and unpacks from the shared segment directly.
+  virtual bool reduces_within_host() const { return inter_size_ == 1; }
+  /// mean_grads of the `wire` gradients through the shared segment; false (nothing done) when
+  /// reduces_within_host() is false or there is no segment.
+  bool mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads, Dtype wire, double scale);
   /// The dtype gradients of `grad_dtype` travel in.
   Dtype wire_dtype(Dtype grad_dtype) const;
 

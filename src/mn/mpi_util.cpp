@@ -128,9 +128,12 @@ MPI_Op mpi_op(Dtype dtype, ReduceOp op) {
 }
 
 void pack(const Array& src, void* dst, Dtype wire, double scale) {
-  const int64_t n = src.size();
+  pack_range(src, 0, src.size(), dst, wire, scale);
+}
+
+void pack_range(const Array& src, int64_t begin, int64_t n, void* dst, Dtype wire, double scale) {
   dispatch_floating(src.dtype(), "pack", [&]<class G>() {
-    const G* g = static_cast<const G*>(src.raw_data());
+    const G* g = static_cast<const G*>(src.raw_data()) + begin;
     dispatch_floating(wire, "pack", [&]<class W>() {
       using C = pack_compute_t<G, W>;
       W* w = static_cast<W*>(dst);
@@ -147,9 +150,12 @@ void pack(const Array& src, void* dst, Dtype wire, double scale) {
 }
 
 void unpack(const void* src_data, Dtype wire, const Array& dst) {
-  const int64_t n = dst.size();
+  unpack_range(src_data, wire, dst, 0, dst.size());
+}
+
+void unpack_range(const void* src_data, Dtype wire, const Array& dst, int64_t begin, int64_t n) {
   dispatch_floating(dst.dtype(), "unpack", [&]<class G>() {
-    G* g = static_cast<G*>(dst.raw_data());
+    G* g = static_cast<G*>(dst.raw_data()) + begin;
     dispatch_floating(wire, "unpack", [&]<class W>() {
       using C = pack_compute_t<G, W>;
       const W* w = static_cast<const W*>(src_data);

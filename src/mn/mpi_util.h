@@ -27,6 +27,9 @@ MPI_Op mpi_op(Dtype dtype, ReduceOp op);
 void pack(const Array& src, void* dst, Dtype wire, double scale);
 /// Reads `src.size()` elements of `wire` from `src_data` into `dst` (host, contiguous), converting.
 void unpack(const void* src_data, Dtype wire, const Array& dst);
+/// pack and unpack of the `count` elements of `src` (or `dst`) from element `begin` on.
+void pack_range(const Array& src, int64_t begin, int64_t count, void* dst, Dtype wire, double scale);
+void unpack_range(const void* src_data, Dtype wire, const Array& dst, int64_t begin, int64_t count);
 
 /// "7.2 MB", "512 B", ...
 std::string format_bytes(std::size_t bytes);

@@ -185,23 +185,37 @@ void reduce_part(char* const* slots, int k, char* dest, std::size_t lo, std::siz
 
 void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
   const std::size_t isz = itemsize(dtype);
-  const std::size_t chunk = kSlotBytes / isz;
-  const int k = size_;
   const auto* src = static_cast<const char*>(in);
   auto* dst = static_cast<char*>(out);
+  allreduce(
+      n, dtype, op,
+      [&](int64_t off, int64_t m, void* slot) {
+        std::memcpy(slot, src + static_cast<std::size_t>(off) * isz, static_cast<std::size_t>(m) * isz);
+      },
+      [&](int64_t off, int64_t m, const void* from) {
+        std::memcpy(dst + static_cast<std::size_t>(off) * isz, from, static_cast<std::size_t>(m) * isz);
+      });
+}
+
+void ShmAllreduce::allreduce(int64_t n, Dtype dtype, ReduceOp op, const Fill& fill, const Drain& drain) {
+  const std::size_t isz = itemsize(dtype);
+  const std::size_t chunk = kSlotBytes / isz;
+  const int k = size_;
   std::vector<char*> slots(static_cast<std::size_t>(k));
   for (std::size_t off = 0; off < static_cast<std::size_t>(n); off += chunk) {
     const std::size_t m = std::min(chunk, static_cast<std::size_t>(n) - off);
     char* buffer = slots_ + (chunks_++ % 2) * static_cast<std::size_t>(k) * kSlotBytes;
     for (int q = 0; q < k; ++q) slots[static_cast<std::size_t>(q)] = buffer + static_cast<std::size_t>(q) * kSlotBytes;
-    std::memcpy(slots[static_cast<std::size_t>(rank_)], src + off * isz, m * isz);
+    fill(static_cast<int64_t>(off), static_cast<int64_t>(m), slots[static_cast<std::size_t>(rank_)]);
     barrier();  // every slot of this chunk is written
     if (m * isz * static_cast<std::size_t>(k) <= kWholeChunkBytes) {
-      // A small chunk: every rank reduces all of it into its output, which costs less than the
-      // second barrier that sharing the work needs.
-      // The slots are safe until read: a rank writes this buffer again only after the next
-      // chunk's barrier, which waits for every rank to finish here.
-      dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, dst + off * isz, 0, m, op); });
+      // A small chunk: every rank reduces all of it, which costs less than the second barrier that
+      // sharing the work needs. The slots are safe until read: a rank writes this buffer again only
+      // after the next chunk's barrier, which waits for every rank to finish here.
+      thread_local std::vector<char> whole;
+      whole.resize(m * isz);
+      dispatch(dtype, [&]<class T>() { reduce_part<T>(slots.data(), k, whole.data(), 0, m, op); });
+      drain(static_cast<int64_t>(off), static_cast<int64_t>(m), whole.data());
       continue;
     }
     const std::size_t lo = m * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(k);
@@ -214,7 +228,10 @@ void ShmAllreduce::allreduce(const void* in, void* out, int64_t n, Dtype dtype, 
     for (int q = 0; q < k; ++q) {
       const std::size_t qlo = m * static_cast<std::size_t>(q) / static_cast<std::size_t>(k);
       const std::size_t qhi = m * static_cast<std::size_t>(q + 1) / static_cast<std::size_t>(k);
-      std::memcpy(dst + (off + qlo) * isz, slots[static_cast<std::size_t>(q)] + qlo * isz, (qhi - qlo) * isz);
+      if (qhi > qlo) {
+        drain(static_cast<int64_t>(off + qlo), static_cast<int64_t>(qhi - qlo),
+              slots[static_cast<std::size_t>(q)] + qlo * isz);
+      }
     }
     // The next chunk writes the other buffer; the one after that starts with a barrier this rank
     // can only pass once every rank has copied this chunk out.

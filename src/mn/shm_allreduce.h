@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "rensa/core/dtype.h"
 #include "rensa/mn/communicator.h"
@@ -30,6 +31,13 @@ class ShmAllreduce {
   /// Reduces `n` elements of `dtype` at `in` over the ranks into `out` (may equal `in`) with `op`
   /// (mean reduces as sum). Collective over the ranks of init's `comm`.
   void allreduce(const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op);
+  /// Writes elements [off, off + m) of this rank's input into `slot`.
+  using Fill = std::function<void(int64_t off, int64_t m, void* slot)>;
+  /// Takes elements [off, off + m) of the result from `src`.
+  using Drain = std::function<void(int64_t off, int64_t m, const void* src)>;
+  /// The same with the input written straight into this rank's slots and the result read straight
+  /// out of the slots that hold it: gradients are packed and unpacked without a staging buffer.
+  void allreduce(int64_t n, Dtype dtype, ReduceOp op, const Fill& fill, const Drain& drain);
 
  private:
   void barrier();

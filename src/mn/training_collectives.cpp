@@ -137,7 +137,7 @@ void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads) 
   for (Dtype wire : wires) {
     int64_t total = 0;
     for (const Array& g : grads) total += wire_dtype(g.dtype()) == wire ? g.size() : 0;
-    if (total == 0) continue;
+    if (total == 0 || mean_grads_in_segment(ch, grads, wire, scale)) continue;
     const std::size_t isz = itemsize(wire);
     const int64_t need = total * static_cast<int64_t>(isz);
     if (ch.pack.is_null() || ch.pack.size() < need) ch.pack = Array::empty({need}, Dtype::uint8);
@@ -159,15 +159,59 @@ void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads) 
   }
 }
 
-bool CommunicatorImpl::shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
-  if (!options_.shared_memory || intra_size_ == 1) return false;
+ShmAllreduce* CommunicatorImpl::host_reducer(Channel& ch) {
+  if (!options_.shared_memory || intra_size_ == 1) return nullptr;
   if (ch.shm_state == 0) {  // the first reduction on this channel: the same point on every rank of the host
     auto shm = std::make_unique<ShmAllreduce>();
     ch.shm_state = shm->init(ch.intra.get()) ? 1 : -1;
     if (ch.shm_state == 1) ch.shm = std::move(shm);
   }
-  if (ch.shm_state < 0) return false;
-  ch.shm->allreduce(in, out, n, dtype, op);
+  return ch.shm_state > 0 ? ch.shm.get() : nullptr;
+}
+
+bool CommunicatorImpl::shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
+  ShmAllreduce* shm = host_reducer(ch);
+  if (!shm) return false;
+  shm->allreduce(in, out, n, dtype, op);
+  return true;
+}
+
+bool CommunicatorImpl::mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads, Dtype wire,
+                                             double scale) {
+  if (!reduces_within_host()) return false;
+  ShmAllreduce* shm = host_reducer(ch);
+  if (!shm) return false;
+  // The gradients travelling as `wire`, each with where it starts in the packed order.
+  std::vector<const Array*> parts;
+  std::vector<int64_t> starts;
+  int64_t total = 0;
+  for (const Array& g : grads) {
+    if (wire_dtype(g.dtype()) != wire || g.size() == 0) continue;
+    parts.push_back(&g);
+    starts.push_back(total);
+    total += g.size();
+  }
+  // Calls fn(gradient, first element, count, position in the chunk) for each piece of [off, off + m).
+  auto pieces = [&](int64_t off, int64_t m, auto&& fn) {
+    auto i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), off) - starts.begin() - 1);
+    for (; i < parts.size() && starts[i] < off + m; ++i) {
+      const int64_t b = std::max(off, starts[i]), e = std::min(off + m, starts[i] + parts[i]->size());
+      fn(*parts[i], b - starts[i], e - b, b - off);
+    }
+  };
+  const std::size_t isz = itemsize(wire);
+  shm->allreduce(
+      total, wire, ReduceOp::sum,
+      [&](int64_t off, int64_t m, void* slot) {
+        pieces(off, m, [&](const Array& g, int64_t b, int64_t count, int64_t at) {
+          pack_range(g, b, count, static_cast<char*>(slot) + static_cast<std::size_t>(at) * isz, wire, scale);
+        });
+      },
+      [&](int64_t off, int64_t m, const void* src) {
+        pieces(off, m, [&](const Array& g, int64_t b, int64_t count, int64_t at) {
+          unpack_range(static_cast<const char*>(src) + static_cast<std::size_t>(at) * isz, wire, g, b, count);
+        });
+      });
   return true;
 }
 

@@ -141,6 +141,7 @@ class DummyCommunicator : public CommunicatorImpl {
   using CommunicatorImpl::CommunicatorImpl;
   void reduce_wire(Channel&, void*, int64_t, Dtype) override {}
   bool averages() const override { return false; }
+  bool reduces_within_host() const override { return false; }
 };
 
 }  // namespace

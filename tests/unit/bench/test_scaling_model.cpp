@@ -1,0 +1,179 @@
+// The cost model of bench_scaling_model on hand-made profiles: each formula of
+// bench/scaling/cost_model.h against the numbers worked out by hand, and the errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "bench/scaling/cost_model.h"
+#include "bench/scaling/profile.h"
+
+namespace S = rensa_bench::scaling;
+using nlohmann::json;
+
+namespace {
+
+// alpha + beta * bytes, with points on the line at 1 kB and 10 MB.
+json line(double alpha, double beta) {
+  return {{"alpha", alpha}, {"beta", beta},
+          {"points", json::array({json::array({1e3, alpha + beta * 1e3}), json::array({1e7, alpha + beta * 1e7})})}};
+}
+
+// A model with two buckets of 1e6 and 5e5 float32 elements; D = 10 ms (backward 4 ms) at 2 processes.
+S::Profile profile() {
+  S::Profile p;
+  p.machine()["cores"] = 2;
+  p.set("buckets mlp", {{"elements", {1000000, 500000}}, {"params", {500000, 500000, 500000}}});
+  p.set(S::compute_key("mlp", 100, 1, 1, "none"), {{"forward", 2e-3}, {"backward", 4e-3}, {"step", 8e-3}});
+  for (const char* wire : {"float32", "float16"}) {
+    p.set(S::compute_key("mlp", 100, 1, 2, wire),
+          {{"forward", 3e-3}, {"backward", 4e-3}, {"update", 3e-3}, {"step", 10e-3}, {"straggle", 0.5e-3}});
+  }
+  p.set("intra k2 P2 float32", line(10e-6, 1e-10));
+  p.set("intra k2 P2 float16", line(10e-6, 2e-10));
+  // 2 hosts: the link costs 2 alpha + S beta with alpha 50 us and beta 1 ns/B; unshaped 0.2 ns/B.
+  p.set("inter M2 slow float32", line(100e-6, 1e-9));
+  p.set("inter M2 unshaped float32", line(0.0, 0.2e-9));
+  return p;
+}
+
+S::Config config(int ranks, int hosts, const std::string& communicator = "flat", const std::string& mode = "overlap") {
+  S::Config c;
+  c.ranks = ranks;
+  c.hosts = hosts;
+  c.communicator = communicator;
+  c.mode = mode;
+  c.machine_procs = 2;
+  if (hosts > 1) c.link = "slow";
+  return c;
+}
+
+}  // namespace
+
+TEST(ScalingModel, OneHostAddsTheSharedMemoryReductionAndTheStraggle) {
+  const S::Prediction p = S::predict(profile(), config(2, 1));
+  // Buckets of 4 MB and 2 MB: 2 * 10 us + 6e6 * 1e-10 s.
+  EXPECT_NEAR(p.comm_cpu, 20e-6 + 6e-4, 1e-12);
+  EXPECT_EQ(p.comm_wire, 0);
+  EXPECT_NEAR(p.straggle, 0.5e-3, 1e-12);  // measured at 2 processes, 2 ranks: as measured
+  EXPECT_NEAR(p.step, 10e-3 + 20e-6 + 6e-4 + 0.5e-3, 1e-12);
+  EXPECT_NEAR(p.efficiency, 8e-3 / p.step, 1e-12);
+  EXPECT_NEAR(p.of_dummy, 10e-3 / p.step, 1e-12);
+  // float16 on the wire: half the bytes at its own rate.
+  S::Config half = config(2, 1);
+  half.wire = "float16";
+  EXPECT_NEAR(S::predict(profile(), half).comm_cpu, 20e-6 + 3e6 * 2e-10, 1e-12);
+  // Without overlap the gradients go in one collective: one latency.
+  EXPECT_NEAR(S::predict(profile(), config(2, 1, "flat", "no_overlap")).comm_cpu, 10e-6 + 6e-4, 1e-12);
+  // The dummy communicator: D alone.
+  EXPECT_NEAR(S::predict(profile(), config(2, 1, "dummy")).step, 10e-3, 1e-12);
+}
+
+TEST(ScalingModel, TwoHostsSplitTheLinkIntoCpuAndWireAndHideTheWire) {
+  // Flat, one rank per host: the measured 2-host cost, 100 us + S * 1 ns, per bucket; the CPU share
+  // is the unshaped link's 0.2 ns/B.
+  const S::Prediction overlap = S::predict(profile(), config(2, 2));
+  const double total = 2 * 100e-6 + 6e6 * 1e-9, cpu = 6e6 * 0.2e-9;
+  EXPECT_NEAR(overlap.comm_cpu, cpu, 1e-12);
+  EXPECT_NEAR(overlap.comm_wire, total - cpu, 1e-12);
+  // No core is free (2 processes on 2 cores): C_cpu adds up; overlap hides backward's 4 ms of the
+  // wire time, but never the last bucket's.
+  const double last_wire = 100e-6 + 2e6 * 0.8e-9;
+  EXPECT_NEAR(overlap.exposed, std::max(total - cpu - 4e-3, last_wire), 1e-12);
+  EXPECT_NEAR(overlap.step, 10e-3 + cpu + overlap.exposed + 0.5e-3, 1e-12);
+  // Without overlap: all of it, in one collective.
+  const S::Prediction none = S::predict(profile(), config(2, 2, "flat", "no_overlap"));
+  EXPECT_NEAR(none.step, 10e-3 + 100e-6 + 6e6 * 1e-9 + 0.5e-3, 1e-12);
+  // Double buffering hides the wire behind the whole step (10 ms > 4.96 ms).
+  const S::Prediction db = S::predict(profile(), config(2, 2, "flat", "double_buffering"));
+  EXPECT_NEAR(db.exposed, 0, 1e-12);
+  // With free cores the CPU share hides too.
+  S::Config wide = config(2, 2, "flat", "double_buffering");
+  wide.cores = 8;
+  EXPECT_NEAR(S::predict(profile(), wide).step, 10e-3 + 0.5e-3, 1e-12);
+}
+
+TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
+  // Hierarchical over 8 hosts of 2 ranks: shared memory + ring over 8 + broadcast within the host.
+  S::Profile p = profile();
+  p.set("bcast k2 P2", line(5e-6, 0.5e-10));
+  S::Config c = config(16, 8, "hierarchical", "no_overlap");
+  const S::Prediction h = S::predict(p, c);
+  const double bytes = 6e6, alpha = 50e-6, beta = 1e-9;
+  const double ring = 14 * alpha + 14.0 / 8 * bytes * beta;
+  EXPECT_NEAR(h.comm_cpu + h.comm_wire, (10e-6 + bytes * 1e-10) + ring + (5e-6 + bytes * 0.5e-10), 1e-12);
+  EXPECT_NEAR(h.comm_cpu, 10e-6 + bytes * 1e-10 + 14.0 / 8 * bytes * 0.2e-9 + 5e-6 + bytes * 0.5e-10, 1e-12);
+  // The straggle measured between 2 processes, scaled to 16 ranks by the normal's expected maximum.
+  EXPECT_GT(h.straggle, 0.5e-3 * 3);
+  EXPECT_LT(h.straggle, 0.5e-3 * 3.5);
+  // Flat over the same hosts: a ring over all 16 ranks.
+  c.communicator = "flat";
+  const S::Prediction f = S::predict(p, c);
+  EXPECT_NEAR(f.comm_cpu + f.comm_wire, 30 * alpha + 30.0 / 16 * bytes * beta, 1e-12);
+  // A link given by alpha and beta instead of a measured one.
+  c.link.clear();
+  c.link_alpha = 2e-6;
+  c.link_beta = 1e-10;
+  EXPECT_NEAR(S::predict(p, c).comm_wire + S::predict(p, c).comm_cpu, 30 * 2e-6 + 30.0 / 16 * bytes * 1e-10, 1e-12);
+}
+
+TEST(ScalingModel, BadConfigurationsAndMissingEntriesAreNamed) {
+  const S::Profile p = profile();
+  auto message = [&](const S::Config& c) {
+    try {
+      S::predict(p, c);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(config(3, 2)).find("3 ranks do not fill 2 hosts"), std::string::npos);
+  S::Config no_link = config(2, 2);
+  no_link.link.clear();
+  EXPECT_NE(message(no_link).find("need a link"), std::string::npos);
+  EXPECT_NE(message(config(2, 1, "flat", "sometimes")).find("unknown mode 'sometimes'"), std::string::npos);
+  EXPECT_NE(message(config(2, 1, "ring")).find("unknown communicator 'ring'"), std::string::npos);
+  EXPECT_NE(message(config(2, 2, "single_node")).find("single_node needs every rank on one host"), std::string::npos);
+  S::Config four = config(4, 1);
+  four.machine_procs = 4;
+  const std::string missing = message(four);
+  EXPECT_NE(missing.find("no entry \"compute mlp b100 t1 P4 float32\""), std::string::npos) << missing;
+  EXPECT_NE(missing.find("measure"), std::string::npos) << missing;
+  S::Config other_link = config(2, 2);
+  other_link.link = "fast";
+  EXPECT_NE(message(other_link).find("inter M2 fast float32"), std::string::npos);
+}
+
+TEST(ScalingModel, FitsAndProfileFiles) {
+  const json f = S::fit_affine({{1e3, 1e-5 + 1e3 * 2e-9}, {1e5, 1e-5 + 1e5 * 2e-9}, {1e7, 1e-5 + 1e7 * 2e-9}});
+  EXPECT_NEAR(f["alpha"].get<double>(), 1e-5, 1e-12);
+  EXPECT_NEAR(f["beta"].get<double>(), 2e-9, 1e-18);
+  // A latency that comes out negative is dropped: the line through 0.
+  const json g = S::fit_affine({{1e3, 1e-6}, {1e6, 2e-3}});
+  EXPECT_EQ(g["alpha"].get<double>(), 0);
+  EXPECT_GT(g["beta"].get<double>(), 0);
+
+  const std::string path = ::testing::TempDir() + "scaling_profile.json";
+  std::remove(path.c_str());
+  EXPECT_FALSE(S::Profile::load(path).has("buckets mlp"));  // absent: empty
+  profile().save(path);
+  const S::Profile back = S::Profile::load(path);
+  EXPECT_NEAR(S::predict(back, config(2, 2)).step, S::predict(profile(), config(2, 2)).step, 1e-15);
+  std::ofstream(path) << "{\"not\": 1}";
+  EXPECT_THROW(
+      {
+        try {
+          S::Profile::load(path);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+          throw;
+        }
+      },
+      std::runtime_error);
+  std::ofstream(path) << "{truncated";
+  EXPECT_THROW(S::Profile::load(path), std::runtime_error);
+  std::remove(path.c_str());
+}
