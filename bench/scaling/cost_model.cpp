@@ -34,6 +34,13 @@ double wire_bytes(const std::string& wire) {
   throw std::runtime_error("scaling model: unknown wire dtype '" + wire + "' (float32, float16, bfloat16, float64)");
 }
 
+// The line through a fit's points as fit_affine draws it now (profiles keep the points).
+nlohmann::json refit(const nlohmann::json& fit) {
+  std::vector<std::pair<double, double>> pts;
+  for (const auto& p : fit.at("points")) pts.emplace_back(p[0].get<double>(), p[1].get<double>());
+  return fit_affine(pts);
+}
+
 // The fit's cost at `bytes`: between measured sizes, the straight line between the two nearest
 // (MPI switches algorithms with the size); outside them, alpha + beta * bytes.
 double cost_at(const nlohmann::json& fit, double bytes) {
@@ -45,7 +52,8 @@ double cost_at(const nlohmann::json& fit, double bytes) {
       return x1 > x0 ? t0 + (t1 - t0) * (bytes - x0) / (x1 - x0) : t0;
     }
   }
-  return fit.at("alpha").get<double>() + fit.at("beta").get<double>() * bytes;
+  const nlohmann::json line = refit(fit);
+  return line.at("alpha").get<double>() + line.at("beta").get<double>() * bytes;
 }
 
 class Model {
@@ -66,8 +74,9 @@ class Model {
         beta_ = *c_.link_beta;
       } else {
         link_fit_ = &inter_fit(c_.link);
-        alpha_ = link_fit_->at("alpha").get<double>() / 2;
-        beta_ = link_fit_->at("beta").get<double>();
+        const nlohmann::json line = refit(*link_fit_);  // the current fit of the points measured
+        alpha_ = line.at("alpha").get<double>() / 2;
+        beta_ = line.at("beta").get<double>();
       }
       if (!c_.cpu_link.empty() && c_.cpu_link != c_.link && p_.has(inter_key(c_.cpu_link))) {
         cpu_fit_ = &inter_fit(c_.cpu_link);
@@ -117,7 +126,7 @@ class Model {
       const double steps = 2.0 * (n - 1);
       const double moved = steps / n * bytes;
       total = steps * alpha_ + moved * beta_;
-      cpu = cpu_fit_ ? moved * cpu_fit_->at("beta").get<double>() : total;
+      cpu = cpu_fit_ ? moved * refit(*cpu_fit_).at("beta").get<double>() : total;
     }
     cpu = std::min(cpu, total);
     return {cpu, total - cpu};

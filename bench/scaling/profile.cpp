@@ -47,29 +47,28 @@ const nlohmann::json& Profile::at(const std::string& key, const std::string& hin
 }
 
 nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points) {
-  // Minimize sum ((alpha + beta * x - t) / t)^2: weighted least squares with weights 1 / t^2.
-  double sw = 0, sx = 0, sxx = 0, st = 0, sxt = 0;
-  for (const auto& [x, t] : points) {
-    const double w = 1.0 / (t * t);
-    sw += w;
-    sx += w * x;
-    sxx += w * x * x;
-    st += w * t;
-    sxt += w * x * t;
+  // beta: the least-squares slope over the sizes from 1 MiB up, where bandwidth dominates (all of
+  // them when fewer than two are that large); alpha: what is left of the smallest size's time.
+  std::vector<std::pair<double, double>> large;
+  for (const auto& pt : points) {
+    if (pt.first >= (1 << 20)) large.push_back(pt);
   }
-  const double det = sw * sxx - sx * sx;
-  double alpha = 0, beta = 0;
-  if (points.size() >= 2 && det > 0) {
-    beta = (sw * sxt - sx * st) / det;
-    alpha = (st - beta * sx) / sw;
+  if (large.size() < 2) large = points;
+  double sx = 0, st = 0, sxx = 0, sxt = 0;
+  for (const auto& [x, t] : large) {
+    sx += x;
+    st += t;
+    sxx += x * x;
+    sxt += x * t;
   }
-  if (alpha < 0 && sxx > 0) {  // no latency to speak of: the line through 0
-    alpha = 0;
-    beta = sxt / sxx;
-  }
-  if (beta < 0 && sw > 0) {  // no bandwidth term: a constant
-    beta = 0;
-    alpha = st / sw;
+  const double n = static_cast<double>(large.size());
+  const double det = n * sxx - sx * sx;
+  double beta = det > 0 ? (n * sxt - sx * st) / det : 0;
+  if (beta <= 0 && !points.empty()) beta = points.back().second / points.back().first;  // one size, or noise
+  double alpha = 0;
+  if (!points.empty()) {
+    const auto smallest = *std::min_element(points.begin(), points.end());
+    alpha = std::max(0.0, smallest.second - beta * smallest.first);
   }
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& [x, t] : points) pts.push_back({x, t});

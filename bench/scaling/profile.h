@@ -39,8 +39,8 @@ class Profile {
   nlohmann::json entries_ = nlohmann::json::object();
 };
 
-/// seconds = alpha + beta * bytes, fitted to (bytes, seconds) points by least squares on the
-/// relative error (small and large sizes count alike).
+/// seconds = alpha + beta * bytes for (bytes, seconds) points: beta the least-squares slope over the
+/// sizes from 1 MiB up (bandwidth), alpha what remains of the smallest size's time (latency).
 nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points);
 
 }  // namespace rensa_bench::scaling
