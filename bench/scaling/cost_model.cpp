@@ -114,8 +114,10 @@ class Model {
   }
 
   // MPI's allreduce of `bytes` over n ranks, one link per host. Two: as measured (the 2-host fit,
-  // a + b S = 2 alpha + S beta). More: the ring, 2 (n - 1) steps of latency, each link carrying
-  // 2 (n - 1) / n of the bytes. The CPU share is the unshaped link's cost of the same traffic.
+  // a + b S = 2 alpha + S beta). More: the ring or reduce-scatter and allgather by recursive halving
+  // and doubling (Rabenseifner's), whichever is cheaper: each link carries 2 (n - 1) / n of the
+  // bytes in both; the ring waits 2 (n - 1) latencies, the halving 2 log2 n. The CPU share is the
+  // unshaped link's cost of the same traffic.
   Cost ring(int n, double bytes) const {
     if (n <= 1) return {};
     double total = 0, cpu = 0;
@@ -123,8 +125,8 @@ class Model {
       total = cost_at(*link_fit_, bytes);
       cpu = cpu_fit_ ? cost_at(*cpu_fit_, bytes) : total;
     } else {
-      const double steps = 2.0 * (n - 1);
-      const double moved = steps / n * bytes;
+      const double steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(static_cast<double>(n))));
+      const double moved = 2.0 * (n - 1) / n * bytes;
       total = steps * alpha_ + moved * beta_;
       cpu = cpu_fit_ ? moved * refit(*cpu_fit_).at("beta").get<double>() : total;
     }
@@ -174,14 +176,14 @@ Prediction predict(const Profile& profile, const Config& c) {
     throw std::runtime_error("scaling model: unknown mode '" + c.mode + "' (overlap, no_overlap, double_buffering)");
   }
   if (c.hosts > 1 && c.link.empty() && !(c.link_alpha && c.link_beta)) {
-    throw std::runtime_error("scaling model: " + std::to_string(c.hosts) + " hosts need a link (--link NAME, or "
+    throw std::runtime_error("scaling model: " + std::to_string(c.hosts) +
+                             " hosts need a link (--link NAME, or "
                              "--link-alpha and --link-beta)");
   }
   const Model m(profile, c);
-  const nlohmann::json& d =
-      profile.at(compute_key(c.model, c.batch, c.threads, m.procs(), c.wire), m.hint());
-  const nlohmann::json& single = profile.at(compute_key(c.model, c.batch, c.threads, 1, "none"),
-                                            "run `bench_scaling_model measure` with 1 rank");
+  const nlohmann::json& d = profile.at(compute_key(c.model, c.batch, c.threads, m.procs(), c.wire), m.hint());
+  const nlohmann::json& single =
+      profile.at(compute_key(c.model, c.batch, c.threads, 1, "none"), "run `bench_scaling_model measure` with 1 rank");
   const nlohmann::json& buckets = profile.at(buckets_key(c.model), "run `bench_scaling_model measure`");
   const double isz = wire_bytes(c.wire);
 
@@ -213,19 +215,30 @@ Prediction predict(const Profile& profile, const Config& c) {
   double hidden_window = 0;
   if (c.mode == "overlap" && c.communicator != "naive") hidden_window = d.at("backward").get<double>();
   if (c.mode == "double_buffering") hidden_window = p.dummy;
-  double hideable = total.wire, unhideable = total.cpu;
+  // What may run beside the computation: everything with a core to spare; else only what an
+  // offloading link moves by itself (TCP needs the communication thread on a core to keep the
+  // link busy, and without a free core it gets none while the computation runs).
+  double hideable = 0, unhideable = total.cpu + total.wire, tail = 0;
   if (free_core) {
-    hideable += total.cpu;
-    unhideable = 0;
+    hideable = total.cpu + total.wire;
+    tail = last.cpu + last.wire;
+  } else if (c.offload) {
+    hideable = total.wire;
+    tail = last.wire;
   }
-  const double tail = c.mode == "overlap" ? (free_core ? last.cpu + last.wire : last.wire) : 0;
-  p.exposed = std::max(hideable - hidden_window, tail);
-  if (c.mode == "no_overlap") p.exposed = hideable;
+  unhideable -= hideable;
+  if (c.mode == "overlap") {
+    p.exposed = std::max(hideable - hidden_window, std::min(tail, hideable));
+  } else if (c.mode == "double_buffering") {
+    p.exposed = std::max(hideable - hidden_window, 0.0);
+  } else {
+    p.exposed = hideable;
+  }
   // Every rank waits for the slowest at each step. Measured at P processes in lockstep; for N ranks
   // it grows as the expected maximum of N normal step times beyond their mean.
   if (c.communicator != "dummy" && c.ranks > 1 && m.procs() > 1) {
-    p.straggle = d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), c.ranks)) *
-                 expected_max_normal(c.ranks);
+    p.straggle =
+        d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), c.ranks)) * expected_max_normal(c.ranks);
   }
   p.step = p.dummy + unhideable + p.exposed + p.straggle;
   p.efficiency = p.single / p.step;

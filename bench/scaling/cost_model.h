@@ -7,8 +7,9 @@
 // D is the step with the dummy communicator at the host's load (P processes: it packs and unpacks
 // but sends nothing, so it holds the compute and every cost but the collectives). C is the sum over
 // the overlap buckets of the communicator's collectives, each alpha + beta * bytes:
-//   flat            within a host: the shared-memory allreduce; across hosts: MPI's ring over N ranks,
-//                   2 (N - 1) alpha + 2 (N - 1) / N * S * beta (each step's message crosses one link)
+//   flat            within a host: the shared-memory allreduce; across hosts: MPI's allreduce over N
+//                   ranks, 2 log2(N) alpha + 2 (N - 1) / N * S * beta (recursive halving and doubling;
+//                   the ring's 2 (N - 1) alpha when fewer), each link carrying the bandwidth term
 //   hierarchical    shared-memory allreduce, ring over the M hosts' first ranks, MPI_Bcast within hosts
 //   two_dimensional shared-memory allreduce, k rings of S / k over the M hosts sharing each host's link
 //                   (latency of one ring, bandwidth of S), MPI_Allgatherv within hosts
@@ -19,9 +20,11 @@
 // (2 alpha + S beta at 2 hosts).
 // C splits into C_cpu, what the host's cores do (the shared-memory reductions and the collectives'
 // costs at the CPU-bound rate of an unshaped link), and C_wire, the rest of the link's time (latency
-// and the bytes beyond the CPU-bound rate), during which the cores are free. Overlap hides C_wire
-// behind backward, except the last bucket's; double buffering behind the whole next step; without a
-// free core per rank C_cpu is never hidden (it competes with the computation for the same cores).
+// and the bytes beyond the CPU-bound rate). Overlap hides communication behind backward, except the
+// last bucket's; double buffering behind the whole next step; but only when each rank has a core to
+// spare for its communication thread (then all of C), or the link moves the bytes itself (then
+// C_wire). Over TCP without a free core nothing hides: the thread that keeps the link busy gets no
+// core while the computation runs (the checks on this machine show it).
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
 // E[max of N standard normals] / E[max of P] (independent, normally spread step times).
@@ -47,18 +50,21 @@ struct Config {
   int cores = 0;          // cores per host (0: the profile's machine)
   // A link not measured here: one-way latency (s) and seconds per byte of each message.
   std::optional<double> link_alpha, link_beta;
+  // The link moves bytes by itself (RDMA: InfiniBand, RoCE), so its wire time hides behind the
+  // computation even without a free core.
+  bool offload = false;
 };
 
 struct Prediction {
-  double dummy = 0;      // D
-  double comm_cpu = 0;   // C_cpu
-  double comm_wire = 0;  // C_wire
-  double exposed = 0;    // the part of C_wire not hidden
-  double straggle = 0;   // waiting for the slowest rank
-  double step = 0;       // T
-  double single = 0;     // one process alone, no stage
-  double efficiency = 0; // single / step (weak scaling: each rank keeps its batch)
-  double of_dummy = 0;   // D / step
+  double dummy = 0;       // D
+  double comm_cpu = 0;    // C_cpu
+  double comm_wire = 0;   // C_wire
+  double exposed = 0;     // the part of C_wire not hidden
+  double straggle = 0;    // waiting for the slowest rank
+  double step = 0;        // T
+  double single = 0;      // one process alone, no stage
+  double efficiency = 0;  // single / step (weak scaling: each rank keeps its batch)
+  double of_dummy = 0;    // D / step
 };
 
 /// std::runtime_error naming the missing entry or the bad value (hosts not dividing ranks, an

@@ -7,9 +7,9 @@
 //   predict  the step time, efficiency and share of the dummy ceiling of N ranks on M hosts:
 //              build/release/bench/bench_scaling_model predict -p prof.json --ranks 2 --communicator flat
 // bench/scaling_check runs all three over every configuration this machine can hold.
-#include <CLI/CLI.hpp>
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Cost model of data-parallel training: measure a host, time steps, predict N ranks on M hosts"};
   app.require_subcommand(1);
   S::Workload w;
-  std::string profile_path = "scaling_profile.json", link, communicator = "flat", wire = "float32",
-              mode = "overlap";
+  std::string profile_path = "scaling_profile.json", link, communicator = "flat", wire = "float32", mode = "overlap";
 
   CLI::App* measure = app.add_subcommand("measure", "Add this host's measurements at the job's load to a profile");
   add_workload(measure, w);
@@ -80,10 +79,13 @@ int main(int argc, char** argv) {
   predict->add_option("--link-alpha", link_alpha, "A link not measured: latency of one message, seconds")
       ->check(CLI::Range(0.0, 1.0));
   predict->add_option("--link-beta", link_beta, "A link not measured: seconds per byte")->check(CLI::Range(0.0, 1.0));
-  predict->add_option("--machine-procs", c.machine_procs,
-                      "Processes on the machine the compute was measured with (simulated hosts: all ranks)")
+  predict
+      ->add_option("--machine-procs", c.machine_procs,
+                   "Processes on the machine the compute was measured with (simulated hosts: all ranks)")
       ->check(CLI::Range(1, 4096));
-  predict->add_option("--cores", c.cores, "Cores per host (default: the profile's machine)")->check(CLI::Range(1, 4096));
+  predict->add_option("--cores", c.cores, "Cores per host (default: the profile's machine)")
+      ->check(CLI::Range(1, 4096));
+  predict->add_flag("--offload", c.offload, "The link moves bytes without the cores (RDMA): its wire time may hide");
   predict->add_flag("--seconds", seconds_only, "Print only the step time in seconds");
 
   CLI11_PARSE(app, argc, argv);
@@ -113,8 +115,8 @@ int main(int argc, char** argv) {
     for (const int n : ranks) {
       c.ranks = n;
       const int k = per_host > 0 ? per_host : n;
-      if (n % k != 0) throw std::runtime_error("predict: " + std::to_string(n) + " ranks do not fill hosts of " +
-                                               std::to_string(k));
+      if (n % k != 0)
+        throw std::runtime_error("predict: " + std::to_string(n) + " ranks do not fill hosts of " + std::to_string(k));
       c.hosts = n / k;
       const S::Prediction p = S::predict(profile, c);
       if (seconds_only) {

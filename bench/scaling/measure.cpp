@@ -227,9 +227,9 @@ void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& bu
     for (const double bytes : sizes_for(buckets, wire)) {
       const auto n = static_cast<int64_t>(bytes) / static_cast<int64_t>(rensa::itemsize(dt));
       std::fill(buf.begin(), buf.end(), 0);
-      pts.emplace_back(bytes, timed_collective(
-                                  [&] { shm.allreduce(buf.data(), buf.data(), n, dt, rensa::mn::ReduceOp::sum); },
-                                  lay.intra));
+      pts.emplace_back(
+          bytes,
+          timed_collective([&] { shm.allreduce(buf.data(), buf.data(), n, dt, rensa::mn::ReduceOp::sum); }, lay.intra));
     }
     profile.set("intra" + tail + " " + wire, fit_affine(pts));
   }
@@ -240,13 +240,13 @@ void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& bu
     std::vector<int> counts(static_cast<std::size_t>(lay.k)), displs(static_cast<std::size_t>(lay.k));
     for (int i = 0; i < lay.k; ++i) {
       displs[static_cast<std::size_t>(i)] = static_cast<int>(static_cast<int64_t>(n) * i / lay.k);
-      counts[static_cast<std::size_t>(i)] = static_cast<int>(static_cast<int64_t>(n) * (i + 1) / lay.k) -
-                                            displs[static_cast<std::size_t>(i)];
+      counts[static_cast<std::size_t>(i)] =
+          static_cast<int>(static_cast<int64_t>(n) * (i + 1) / lay.k) - displs[static_cast<std::size_t>(i)];
     }
     gather.emplace_back(bytes, timed_collective(
                                    [&] {
-                                     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf.data(), counts.data(),
-                                                    displs.data(), MPI_BYTE, lay.intra);
+                                     MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf.data(), counts.data(), displs.data(),
+                                                    MPI_BYTE, lay.intra);
                                    },
                                    lay.intra));
   }
@@ -267,8 +267,7 @@ void measure_inter(Profile& profile, const Layout& lay, const std::string& link,
       pts.emplace_back(bytes, timed_collective(
                                   [&] {
                                     MPI_Allreduce(MPI_IN_PLACE, buf.data(), n, rensa::mn::detail::mpi_type(dt),
-                                                  rensa::mn::detail::mpi_op(dt, rensa::mn::ReduceOp::sum),
-                                                  lay.leaders);
+                                                  rensa::mn::detail::mpi_op(dt, rensa::mn::ReduceOp::sum), lay.leaders);
                                   },
                                   lay.leaders, gap));
     }

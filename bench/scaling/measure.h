@@ -22,8 +22,7 @@ void measure(const Workload& w, const std::string& path, const std::string& link
 
 /// Times training steps through `communicator` with gradients travelling as `wire` in `mode`
 /// (overlap, no_overlap or double_buffering) and returns the seconds per step (every rank).
-double time_steps(const Workload& w, const std::string& communicator, const std::string& wire,
-                  const std::string& mode);
+double time_steps(const Workload& w, const std::string& communicator, const std::string& wire, const std::string& mode);
 
 /// Fills the default batch of the model; std::runtime_error for an unknown model.
 Workload resolved(Workload w);

@@ -48,7 +48,7 @@ const nlohmann::json& Profile::at(const std::string& key, const std::string& hin
 
 nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points) {
   // beta: the least-squares slope over the sizes from 1 MiB up, where bandwidth dominates (all of
-  // them when fewer than two are that large); alpha: what is left of the smallest size's time.
+  // them when fewer than two are that large); alpha: the latency the small sizes leave.
   std::vector<std::pair<double, double>> large;
   for (const auto& pt : points) {
     if (pt.first >= (1 << 20)) large.push_back(pt);
@@ -65,11 +65,17 @@ nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points) 
   const double det = n * sxx - sx * sx;
   double beta = det > 0 ? (n * sxt - sx * st) / det : 0;
   if (beta <= 0 && !points.empty()) beta = points.back().second / points.back().first;  // one size, or noise
-  double alpha = 0;
-  if (!points.empty()) {
-    const auto smallest = *std::min_element(points.begin(), points.end());
-    alpha = std::max(0.0, smallest.second - beta * smallest.first);
+  // Noise only ever adds time: the least latency any size below 1 MiB leaves (the smallest size
+  // when none is that small).
+  double alpha = -1;
+  for (const auto& [x, t] : points) {
+    if (x < (1 << 20)) alpha = alpha < 0 ? t - beta * x : std::min(alpha, t - beta * x);
   }
+  if (alpha < 0 && !points.empty()) {
+    const auto smallest = *std::min_element(points.begin(), points.end());
+    alpha = smallest.second - beta * smallest.first;
+  }
+  alpha = std::max(0.0, alpha);
   nlohmann::json pts = nlohmann::json::array();
   for (const auto& [x, t] : points) pts.push_back({x, t});
   return {{"alpha", alpha}, {"beta", beta}, {"points", pts}};

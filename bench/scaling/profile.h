@@ -11,7 +11,6 @@
 //   "inter M<hosts> <link> <wire>": MPI_Allreduce among one rank per host, over the link named <link>.
 // Each collective entry is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes, and its points.
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 namespace rensa_bench::scaling {
@@ -40,7 +39,7 @@ class Profile {
 };
 
 /// seconds = alpha + beta * bytes for (bytes, seconds) points: beta the least-squares slope over the
-/// sizes from 1 MiB up (bandwidth), alpha what remains of the smallest size's time (latency).
+/// sizes from 1 MiB up (bandwidth), alpha the least time below 1 MiB that the slope leaves (latency).
 nlohmann::json fit_affine(const std::vector<std::pair<double, double>>& points);
 
 }  // namespace rensa_bench::scaling

@@ -18,7 +18,8 @@ namespace {
 
 // alpha + beta * bytes, with points on the line at 1 kB and 10 MB.
 json line(double alpha, double beta) {
-  return {{"alpha", alpha}, {"beta", beta},
+  return {{"alpha", alpha},
+          {"beta", beta},
           {"points", json::array({json::array({1e3, alpha + beta * 1e3}), json::array({1e7, alpha + beta * 1e7})})}};
 }
 
@@ -72,27 +73,39 @@ TEST(ScalingModel, OneHostAddsTheSharedMemoryReductionAndTheStraggle) {
   EXPECT_NEAR(S::predict(profile(), config(2, 1, "dummy")).step, 10e-3, 1e-12);
 }
 
-TEST(ScalingModel, TwoHostsSplitTheLinkIntoCpuAndWireAndHideTheWire) {
+TEST(ScalingModel, TwoHostsSplitTheLinkIntoCpuAndWireAndHideOnlyWhatCanRunBeside) {
   // Flat, one rank per host: the measured 2-host cost, 100 us + S * 1 ns, per bucket; the CPU share
   // is the unshaped link's 0.2 ns/B.
   const S::Prediction overlap = S::predict(profile(), config(2, 2));
   const double total = 2 * 100e-6 + 6e6 * 1e-9, cpu = 6e6 * 0.2e-9;
   EXPECT_NEAR(overlap.comm_cpu, cpu, 1e-12);
   EXPECT_NEAR(overlap.comm_wire, total - cpu, 1e-12);
-  // No core is free (2 processes on 2 cores): C_cpu adds up; overlap hides backward's 4 ms of the
-  // wire time, but never the last bucket's.
+  // No core is free (2 processes on 2 cores) and TCP needs one to keep the link busy: nothing hides,
+  // whatever the mode.
+  for (const char* mode : {"overlap", "double_buffering"}) {
+    const S::Prediction p = S::predict(profile(), config(2, 2, "flat", mode));
+    EXPECT_NEAR(p.exposed, 0, 1e-12) << mode;
+    EXPECT_NEAR(p.step, 10e-3 + total + 0.5e-3, 1e-12) << mode;
+  }
+  // Without overlap the gradients go in one collective: one latency.
+  EXPECT_NEAR(S::predict(profile(), config(2, 2, "flat", "no_overlap")).step, 10e-3 + 100e-6 + 6e6 * 1e-9 + 0.5e-3,
+              1e-12);
+  // A link that moves the bytes itself: its wire time hides behind backward (4 ms), except the last
+  // bucket's; behind the whole step (10 ms) with double buffering.
+  S::Config rdma = config(2, 2);
+  rdma.offload = true;
   const double last_wire = 100e-6 + 2e6 * 0.8e-9;
-  EXPECT_NEAR(overlap.exposed, std::max(total - cpu - 4e-3, last_wire), 1e-12);
-  EXPECT_NEAR(overlap.step, 10e-3 + cpu + overlap.exposed + 0.5e-3, 1e-12);
-  // Without overlap: all of it, in one collective.
-  const S::Prediction none = S::predict(profile(), config(2, 2, "flat", "no_overlap"));
-  EXPECT_NEAR(none.step, 10e-3 + 100e-6 + 6e6 * 1e-9 + 0.5e-3, 1e-12);
-  // Double buffering hides the wire behind the whole step (10 ms > 4.96 ms).
-  const S::Prediction db = S::predict(profile(), config(2, 2, "flat", "double_buffering"));
-  EXPECT_NEAR(db.exposed, 0, 1e-12);
-  // With free cores the CPU share hides too.
-  S::Config wide = config(2, 2, "flat", "double_buffering");
+  const S::Prediction o = S::predict(profile(), rdma);
+  EXPECT_NEAR(o.exposed, std::max(total - cpu - 4e-3, last_wire), 1e-12);
+  EXPECT_NEAR(o.step, 10e-3 + cpu + o.exposed + 0.5e-3, 1e-12);
+  rdma.mode = "double_buffering";
+  EXPECT_NEAR(S::predict(profile(), rdma).step, 10e-3 + cpu + 0.5e-3, 1e-12);
+  // With a free core per rank all of it hides: behind backward, except the last bucket...
+  S::Config wide = config(2, 2);
   wide.cores = 8;
+  EXPECT_NEAR(S::predict(profile(), wide).step, 10e-3 + std::max(total - 4e-3, 100e-6 + 2e6 * 1e-9) + 0.5e-3, 1e-12);
+  // ... and behind the whole step with double buffering.
+  wide.mode = "double_buffering";
   EXPECT_NEAR(S::predict(profile(), wide).step, 10e-3 + 0.5e-3, 1e-12);
 }
 
@@ -103,7 +116,8 @@ TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
   S::Config c = config(16, 8, "hierarchical", "no_overlap");
   const S::Prediction h = S::predict(p, c);
   const double bytes = 6e6, alpha = 50e-6, beta = 1e-9;
-  const double ring = 14 * alpha + 14.0 / 8 * bytes * beta;
+  // Recursive halving and doubling: 2 log2 8 = 6 latencies (the ring would wait 14).
+  const double ring = 6 * alpha + 14.0 / 8 * bytes * beta;
   EXPECT_NEAR(h.comm_cpu + h.comm_wire, (10e-6 + bytes * 1e-10) + ring + (5e-6 + bytes * 0.5e-10), 1e-12);
   EXPECT_NEAR(h.comm_cpu, 10e-6 + bytes * 1e-10 + 14.0 / 8 * bytes * 0.2e-9 + 5e-6 + bytes * 0.5e-10, 1e-12);
   // The straggle measured between 2 processes, scaled to 16 ranks by the normal's expected maximum.
@@ -112,12 +126,18 @@ TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
   // Flat over the same hosts: a ring over all 16 ranks.
   c.communicator = "flat";
   const S::Prediction f = S::predict(p, c);
-  EXPECT_NEAR(f.comm_cpu + f.comm_wire, 30 * alpha + 30.0 / 16 * bytes * beta, 1e-12);
+  EXPECT_NEAR(f.comm_cpu + f.comm_wire, 8 * alpha + 30.0 / 16 * bytes * beta, 1e-12);
   // A link given by alpha and beta instead of a measured one.
   c.link.clear();
   c.link_alpha = 2e-6;
   c.link_beta = 1e-10;
-  EXPECT_NEAR(S::predict(p, c).comm_wire + S::predict(p, c).comm_cpu, 30 * 2e-6 + 30.0 / 16 * bytes * 1e-10, 1e-12);
+  EXPECT_NEAR(S::predict(p, c).comm_wire + S::predict(p, c).comm_cpu, 8 * 2e-6 + 30.0 / 16 * bytes * 1e-10, 1e-12);
+  // Three hosts: the ring's 4 latencies are fewer than 2 ceil(log2 3) = 4; equal here, and 3 ranks
+  // of one host each move 4/3 of the bytes.
+  S::Config three = config(3, 3, "flat", "no_overlap");
+  three.machine_procs = 2;
+  const S::Prediction t = S::predict(p, three);
+  EXPECT_NEAR(t.comm_cpu + t.comm_wire, 4 * alpha + 4.0 / 3 * bytes * beta, 1e-12);
 }
 
 TEST(ScalingModel, BadConfigurationsAndMissingEntriesAreNamed) {
