@@ -183,17 +183,28 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
     auto comm = rensa::mn::create_communicator("dummy", {.allreduce_grad_dtype = rensa::dtype_from_name(wire)});
     rensa::mn::add_multi_node_stage(*b.optimizer, comm);
     b.optimizer->setup(*b.model);
-    const double s = timing([&] { b.optimizer->update([&] { return b.loss(); }); });
-    // The same steps in lockstep (a barrier after each): what waiting for the slowest rank costs.
-    const double synced = timing([&] {
-      b.optimizer->update([&] { return b.loss(); });
+    // Free-running and in lockstep (a barrier after each step) in turn, so that both see the same
+    // phase of the machine: the difference is what waiting for the slowest rank costs.
+    const auto free_step = [&] { b.optimizer->update([&] { return b.loss(); }); };
+    const auto lockstep = [&] {
+      free_step();
       MPI_Barrier(MPI_COMM_WORLD);
-    });
-    profile.set(compute_key(w.model, w.batch, w.threads, lay.size, wire), {{"forward", forward},
-                                                                           {"backward", backward},
-                                                                           {"update", s - forward_backward},
-                                                                           {"step", s},
-                                                                           {"straggle", std::max(0.0, synced - s)}});
+    };
+    for (int i = 0; i < w.warmup; ++i) free_step();
+    std::vector<double> steps, waits;
+    for (int r = 0; r < w.repeats; ++r) {
+      steps.push_back(timed(free_step, w.steps, 0, 1, MPI_COMM_WORLD));
+      waits.push_back(timed(lockstep, w.steps, 0, 1, MPI_COMM_WORLD) - steps.back());
+    }
+    std::sort(steps.begin(), steps.end());
+    std::sort(waits.begin(), waits.end());
+    const double s = steps[steps.size() / 2];
+    profile.set(compute_key(w.model, w.batch, w.threads, lay.size, wire),
+                {{"forward", forward},
+                 {"backward", backward},
+                 {"update", s - forward_backward},
+                 {"step", s},
+                 {"straggle", std::max(0.0, waits[waits.size() / 2])}});
   }
   // The overlap buckets (MultiNodeOptimizerOptions' rule: reverse namedparams order, at most
   // bucket_cap bytes of parameters each, a larger parameter alone).
