@@ -685,6 +685,42 @@ TEST(MeanGrad, EveryVariantAndWireDtype) {
   }
 }
 
+// Gradients are packed straight into the shared segment's 1 MiB chunks and unpacked out of them:
+// arrays that straddle chunk boundaries, an empty one, and a float64 one travelling apart.
+TEST(MeanGrad, GradientsStraddlingSharedMemoryChunks) {
+  for (const char* wire : {"float32", "bfloat16"}) {
+    CommunicatorOptions o = test_options();
+    o.allreduce_grad_dtype = dtype_from_name(wire);
+    Communicator comm = create_communicator("flat", o);
+    Link l;
+    std::vector<Variable> ps;
+    const std::vector<int64_t> sizes = {300001, 7, 0, 262144, 100000};
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      ps.push_back(l.add_param("p" + std::to_string(i), Array::zeros({sizes[i]})));
+      // 0.25 steps: exact in bfloat16 too for these magnitudes.
+      std::vector<float> g(static_cast<std::size_t>(sizes[i]));
+      for (std::size_t j = 0; j < g.size(); ++j) g[j] = static_cast<float>((j % 8) * 0.25 + comm.rank() + i);
+      ps.back().set_grad(Variable(Array::from_vector(g)));
+    }
+    Variable d = l.add_param("d", Array::zeros({70000}, Dtype::float64));
+    d.set_grad(Variable(Array::full({70000}, 1.0 + comm.rank(), Dtype::float64)));
+    comm.multi_node_mean_grad(l);
+    const double mean_rank = (comm.size() - 1) / 2.0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      const std::vector<float> g = ps[i].grad().array().to_vector<float>();
+      ASSERT_EQ(static_cast<int64_t>(g.size()), sizes[i]);
+      for (std::size_t j = 0; j < g.size(); j += 997) {
+        EXPECT_NEAR(g[j], (static_cast<double>(j % 8)) * 0.25 + mean_rank + i, 1e-5)
+            << wire << " p" << i << "[" << j << "]";
+      }
+      if (!g.empty()) {
+        EXPECT_NEAR(g.back(), static_cast<double>((g.size() - 1) % 8) * 0.25 + mean_rank + i, 1e-5) << wire;
+      }
+    }
+    EXPECT_EQ(d.grad().array().to_vector<double>()[69999], 1.0 + mean_rank);
+  }
+}
+
 TEST(MeanGrad, Float64GradientsKeepTheirPrecision) {
   Communicator comm = create_communicator("flat", test_options());
   Link l;
