@@ -4,12 +4,14 @@
 // speed; it also produces the argmax positions rensa's max-pooling backward and double backward
 // share (oneDNN's max-pooling workspace is opaque and tied to its own backward). Max-pooling
 // forward compares and copies 16-bit floats as they are (exact, no conversion); the other kernels
-// compute 16-bit floats in float32 (sums of overlapping windows and averages round once).
+// read and write 16-bit floats as they are and sum in float32 scratch (a row or a plane), so each
+// output rounds once and no float32 copy of an input or output is made.
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "src/backends/cpu/kernels.h"
@@ -139,16 +141,19 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
 
 template <class T>
 void max_backward(const Array& gy, const Array& indices, const Array& gx) {
+  using A = compute_t<T>;
   const Planes g = planes_of(gx.shape(), gy.shape());
   const T* pgy = gy.data<T>();
   const int32_t* pi = indices.data<int32_t>();
   T* pgx = gx.data<T>();
   for_each_plane(g.count, gx.size() + gy.size(), [&](int64_t q) {
-    T* out = pgx + q * g.h * g.w;
-    std::fill(out, out + g.h * g.w, T(0));
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.h * g.w));
+    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + q * g.h * g.w) : scratch.data();
+    std::fill(out, out + g.h * g.w, A(0));
     const T* in = pgy + q * g.oh * g.ow;
     const int32_t* idx = pi + q * g.oh * g.ow;
-    for (int64_t k = 0; k < g.oh * g.ow; ++k) out[idx[k]] += in[k];
+    for (int64_t k = 0; k < g.oh * g.ow; ++k) out[idx[k]] += static_cast<A>(in[k]);
+    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + g.h * g.w, pgx + q * g.h * g.w);
   });
 }
 
@@ -168,77 +173,67 @@ void max_gather(const Array& x, const Array& indices, const Array& y) {
 
 template <class T>
 void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
+  using A = compute_t<T>;
   const Planes g = planes_of(x.shape(), y.shape());
-  const T inv = T(1) / static_cast<T>(p.ksize_y * p.ksize_x);
+  const A inv = A(1) / static_cast<A>(p.ksize_y * p.ksize_x);
   const T* px = x.data<T>();
   T* py = y.data<T>();
   for_each_plane(g.count, y.size() * p.ksize_y * p.ksize_x, [&](int64_t q) {
     const T* in = px + q * g.h * g.w;
     T* out = py + q * g.oh * g.ow;
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.ow));
     for (int64_t i = 0; i < g.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       int64_t ylo, yhi;
       clip_window(y0, p.ksize_y, g.h, ylo, yhi);
-      T* acc = out + i * g.ow;
-      std::fill(acc, acc + g.ow, T(0));
+      A* acc = std::is_same_v<A, T> ? reinterpret_cast<A*>(out + i * g.ow) : scratch.data();
+      std::fill(acc, acc + g.ow, A(0));
       for (int64_t ky = ylo; ky < yhi; ++ky) {
         for (int64_t kx = 0; kx < p.ksize_x; ++kx) {
           int64_t jlo, jhi;
           tap_range(kx, p.stride_x, p.pad_x, g.w, g.ow, jlo, jhi);
           const T* row = in + (y0 + ky) * g.w - p.pad_x + kx;
-          for (int64_t j = jlo; j < jhi; ++j) acc[j] += row[j * p.stride_x];
+          for (int64_t j = jlo; j < jhi; ++j) acc[j] += static_cast<A>(row[j * p.stride_x]);
         }
       }
       for (int64_t j = 0; j < g.ow; ++j) acc[j] *= inv;
+      if constexpr (!std::is_same_v<A, T>) std::copy(acc, acc + g.ow, out + i * g.ow);
     }
   });
 }
 
 template <class T>
 void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
+  using A = compute_t<T>;
   const Planes g = planes_of(gx.shape(), gy.shape());
-  const T inv = T(1) / static_cast<T>(p.ksize_y * p.ksize_x);
+  const A inv = A(1) / static_cast<A>(p.ksize_y * p.ksize_x);
   const T* pgy = gy.data<T>();
   T* pgx = gx.data<T>();
   for_each_plane(g.count, gy.size() * p.ksize_y * p.ksize_x + gx.size(), [&](int64_t q) {
-    T* out = pgx + q * g.h * g.w;
-    std::fill(out, out + g.h * g.w, T(0));
-    std::vector<T> v(static_cast<std::size_t>(g.ow));
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.h * g.w));
+    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + q * g.h * g.w) : scratch.data();
+    std::fill(out, out + g.h * g.w, A(0));
+    std::vector<A> v(static_cast<std::size_t>(g.ow));
     for (int64_t i = 0; i < g.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       int64_t ylo, yhi;
       clip_window(y0, p.ksize_y, g.h, ylo, yhi);
-      for (int64_t j = 0; j < g.ow; ++j) v[static_cast<std::size_t>(j)] = pgy[q * g.oh * g.ow + i * g.ow + j] * inv;
+      for (int64_t j = 0; j < g.ow; ++j)
+        v[static_cast<std::size_t>(j)] = static_cast<A>(pgy[q * g.oh * g.ow + i * g.ow + j]) * inv;
       for (int64_t ky = ylo; ky < yhi; ++ky) {
         for (int64_t kx = 0; kx < p.ksize_x; ++kx) {
           int64_t jlo, jhi;
           tap_range(kx, p.stride_x, p.pad_x, g.w, g.ow, jlo, jhi);
-          T* row = out + (y0 + ky) * g.w - p.pad_x + kx;
+          A* row = out + (y0 + ky) * g.w - p.pad_x + kx;
           // For one tap, distinct outputs j land on distinct pixels: no two writes collide.
           for (int64_t j = jlo; j < jhi; ++j) row[j * p.stride_x] += v[static_cast<std::size_t>(j)];
         }
       }
     }
+    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + g.h * g.w, pgx + q * g.h * g.w);
   });
 }
 
-
-// Calls f.template operator()<T>() for float32/float64 (16-bit floats are converted around the
-// call by the kernels below).
-template <class F>
-void dispatch_f32_f64(Dtype d, const char* op, F&& f) {
-  if (d == Dtype::float32) {
-    f.template operator()<float>();
-  } else if (d == Dtype::float64) {
-    f.template operator()<double>();
-  } else {
-    RENSA_THROW(DtypeError, op, ": expected a floating dtype, got ", d);
-  }
-}
-
-Array to_f32(const Array& a) {
-  return a.astype(Dtype::float32);
-}
 
 // A call runs channels-last when its (first) output is channels-last and not also contiguous.
 bool runs_nhwc(const Array& out) {
@@ -257,87 +252,65 @@ void check_output(const char* op, const Array& out, bool nhwc) {
               " like the call's other arrays");
 }
 
-// A float32 array for 16-bit `a`, in a's layout.
-Array f32_like(const Array& a) {
-  return Array::empty(a.shape(), Dtype::float32, a.device(), a.suggest_memory_format());
+// Kernels read 16-bit inputs as they are, so the input and output dtypes must agree.
+void check_dtypes(const char* op, const Array& in, const Array& out) {
+  RENSA_CHECK(in.dtype() == out.dtype(), DtypeError, op, ": input ", in.dtype(), " and output ", out.dtype(),
+              " differ");
 }
 
 }  // namespace
 
 void max_pool2d_forward(const Array& x, const Array& y, const Array& indices, const Pool2dParams& p) {
   if (y.size() == 0) return;
+  check_dtypes("max_pool2d_forward", x, y);
   const bool nhwc = runs_nhwc(y);
   check_output("max_pool2d_forward", y, nhwc);
   check_output("max_pool2d_forward", indices, nhwc);
   const Array xc = in_layout(x, nhwc);
-  auto run = [&]<class T>() { nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p); };
-  if (is_half(x.dtype())) {
-    dispatch(x.dtype(), [&]<class T>() {  // compares and copies: exact in the 16-bit type itself
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) run.template operator()<T>();
-    });
-    return;
-  }
-  dispatch_f32_f64(x.dtype(), "max_pool2d_forward", run);
+  // Compares and copies: exact in a 16-bit type itself.
+  dispatch_floating(x.dtype(), "max_pool2d_forward",
+                    [&]<class T>() { nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p); });
 }
 
 void max_pool2d_backward(const Array& gy, const Array& indices, const Array& gx) {
   if (gx.size() == 0) return;
-  if (is_half(gx.dtype())) {
-    Array g32 = f32_like(gx);
-    max_pool2d_backward(to_f32(gy), indices, g32);
-    copy(g32, gx);
-    return;
-  }
+  check_dtypes("max_pool2d_backward", gy, gx);
   const bool nhwc = runs_nhwc(gx);
   check_output("max_pool2d_backward", gx, nhwc);
   const Array gyc = in_layout(gy, nhwc), ic = in_layout(indices, nhwc);
-  dispatch_f32_f64(gx.dtype(), "max_pool2d_backward",
-                   [&]<class T>() { nhwc ? nhwc::max_backward<T>(gyc, ic, gx) : max_backward<T>(gyc, ic, gx); });
+  dispatch_floating(gx.dtype(), "max_pool2d_backward",
+                    [&]<class T>() { nhwc ? nhwc::max_backward<T>(gyc, ic, gx) : max_backward<T>(gyc, ic, gx); });
 }
 
 void max_pool2d_gather(const Array& x, const Array& indices, const Array& y) {
   if (y.size() == 0) return;
+  check_dtypes("max_pool2d_gather", x, y);
   const bool nhwc = runs_nhwc(y);
   check_output("max_pool2d_gather", y, nhwc);
   const Array xc = in_layout(x, nhwc), ic = in_layout(indices, nhwc);
-  auto gather = [&]<class T>() { nhwc ? nhwc::max_gather<T>(xc, ic, y) : max_gather<T>(xc, ic, y); };
-  if (is_half(x.dtype())) {
-    dispatch(x.dtype(), [&]<class T>() {  // a gather copies values: no arithmetic, no conversion
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) gather.template operator()<T>();
-    });
-    return;
-  }
-  dispatch_f32_f64(x.dtype(), "max_pool2d_gather", gather);
+  // A gather copies values: no arithmetic, no conversion.
+  dispatch_floating(x.dtype(), "max_pool2d_gather",
+                    [&]<class T>() { nhwc ? nhwc::max_gather<T>(xc, ic, y) : max_gather<T>(xc, ic, y); });
 }
 
 void avg_pool2d_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   if (y.size() == 0) return;
-  if (is_half(x.dtype())) {
-    Array y32 = f32_like(y);
-    avg_pool2d_forward(to_f32(x), y32, p);
-    copy(y32, y);
-    return;
-  }
+  check_dtypes("avg_pool2d_forward", x, y);
   const bool nhwc = runs_nhwc(y);
   check_output("avg_pool2d_forward", y, nhwc);
   const Array xc = in_layout(x, nhwc);
-  dispatch_f32_f64(x.dtype(), "avg_pool2d_forward",
-                   [&]<class T>() { nhwc ? nhwc::avg_forward<T>(xc, y, p) : avg_forward<T>(xc, y, p); });
+  dispatch_floating(x.dtype(), "avg_pool2d_forward",
+                    [&]<class T>() { nhwc ? nhwc::avg_forward<T>(xc, y, p) : avg_forward<T>(xc, y, p); });
 }
 
 void avg_pool2d_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
   if (gx.size() == 0) return;
-  if (is_half(gx.dtype())) {
-    Array g32 = f32_like(gx);
-    avg_pool2d_backward(to_f32(gy), g32, p);
-    copy(g32, gx);
-    return;
-  }
+  check_dtypes("avg_pool2d_backward", gy, gx);
   const bool nhwc = runs_nhwc(gx);
   check_output("avg_pool2d_backward", gx, nhwc);
   const Array gyc = in_layout(gy, nhwc);
-  dispatch_f32_f64(gx.dtype(), "avg_pool2d_backward",
-                   [&]<class T>() { nhwc ? nhwc::avg_backward<T>(gyc, gx, p) : avg_backward<T>(gyc, gx, p); });
+  dispatch_floating(gx.dtype(), "avg_pool2d_backward",
+                    [&]<class T>() { nhwc ? nhwc::avg_backward<T>(gyc, gx, p) : avg_backward<T>(gyc, gx, p); });
 }
 
 }  // namespace rensa::backends::cpu

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "rensa/core/half.h"
 #include "src/backends/cpu/loops.h"
@@ -95,19 +97,23 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
 
 template <class T>
 void max_backward(const Array& gy, const Array& indices, const Array& gx) {
+  using A = compute_t<T>;
   const Dims d = dims_of(gx.shape(), gy.shape());
   const T* pgy = gy.data<T>();
   const int32_t* pi = indices.data<int32_t>();
   T* pgx = gx.data<T>();
   const int64_t in_image = d.h * d.w * d.c, out_image = d.oh * d.ow * d.c;
   parallel_for(d.n, gx.size() + gy.size(), [&](int64_t n) {
-    T* out = pgx + n * in_image;
-    std::fill(out, out + in_image, T(0));
+    // 16-bit storage: an image's sums in a float scratch image, rounded once.
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(in_image));
+    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + n * in_image) : scratch.data();
+    std::fill(out, out + in_image, A(0));
     const T* g = pgy + n * out_image;
     const int32_t* idx = pi + n * out_image;
     for (int64_t q = 0; q < d.oh * d.ow; ++q) {
-      for (int64_t c = 0; c < d.c; ++c) out[idx[q * d.c + c] * d.c + c] += g[q * d.c + c];
+      for (int64_t c = 0; c < d.c; ++c) out[idx[q * d.c + c] * d.c + c] += static_cast<A>(g[q * d.c + c]);
     }
+    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + in_image, pgx + n * in_image);
   });
 }
 
@@ -130,34 +136,47 @@ void max_gather(const Array& x, const Array& indices, const Array& y) {
 
 template <class T>
 void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
+  using A = compute_t<T>;
   const Dims d = dims_of(x.shape(), y.shape());
-  const T inv = T(1) / static_cast<T>(p.ksize_y * p.ksize_x);
+  const A inv = A(1) / static_cast<A>(p.ksize_y * p.ksize_x);
   const T* px = x.data<T>();
   T* py = y.data<T>();
   for_each_window(d, p, px, y.size() * p.ksize_y * p.ksize_x,
                   [&](const T* image, int64_t out, int64_t y0, int64_t x0, Span sy, Span sx) {
-                    T* acc = py + out;
-                    std::fill(acc, acc + d.c, T(0));
+                    // 16-bit storage: one pixel's C sums in float, on the stack when C is small.
+                    constexpr int64_t kStack = 256;
+                    A local[std::is_same_v<A, T> ? 1 : kStack];
+                    std::vector<A> heap;
+                    A* acc = reinterpret_cast<A*>(py + out);
+                    if constexpr (!std::is_same_v<A, T>) {
+                      if (d.c > kStack) heap.resize(static_cast<std::size_t>(d.c));
+                      acc = d.c > kStack ? heap.data() : local;
+                    }
+                    std::fill(acc, acc + d.c, A(0));
                     for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
                       for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
                         const T* v = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
-                        for (int64_t c = 0; c < d.c; ++c) acc[c] += v[c];
+                        for (int64_t c = 0; c < d.c; ++c) acc[c] += static_cast<A>(v[c]);
                       }
                     }
                     for (int64_t c = 0; c < d.c; ++c) acc[c] *= inv;
+                    if constexpr (!std::is_same_v<A, T>) std::copy(acc, acc + d.c, py + out);
                   });
 }
 
 template <class T>
 void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
+  using A = compute_t<T>;
   const Dims d = dims_of(gx.shape(), gy.shape());
-  const T inv = T(1) / static_cast<T>(p.ksize_y * p.ksize_x);
+  const A inv = A(1) / static_cast<A>(p.ksize_y * p.ksize_x);
   const T* pgy = gy.data<T>();
   T* pgx = gx.data<T>();
   const int64_t in_image = d.h * d.w * d.c;
   parallel_for(d.n, gy.size() * p.ksize_y * p.ksize_x + gx.size(), [&](int64_t n) {
-    T* image = pgx + n * in_image;
-    std::fill(image, image + in_image, T(0));
+    // 16-bit storage: the image's sums in a float scratch image, rounded once.
+    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(in_image));
+    A* image = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + n * in_image) : scratch.data();
+    std::fill(image, image + in_image, A(0));
     for (int64_t i = 0; i < d.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       const Span sy = clip(y0, p.ksize_y, d.h);
@@ -167,12 +186,13 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
         const T* g = pgy + ((n * d.oh + i) * d.ow + j) * d.c;
         for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
           for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
-            T* out = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
-            for (int64_t c = 0; c < d.c; ++c) out[c] += g[c] * inv;
+            A* out = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
+            for (int64_t c = 0; c < d.c; ++c) out[c] += static_cast<A>(g[c]) * inv;
           }
         }
       }
     }
+    if constexpr (!std::is_same_v<A, T>) std::copy(image, image + in_image, pgx + n * in_image);
   });
 }
 
@@ -182,13 +202,19 @@ template void max_forward<Half>(const Array&, const Array&, const Array&, const 
 template void max_forward<BFloat16>(const Array&, const Array&, const Array&, const Pool2dParams&);
 template void max_backward<float>(const Array&, const Array&, const Array&);
 template void max_backward<double>(const Array&, const Array&, const Array&);
+template void max_backward<Half>(const Array&, const Array&, const Array&);
+template void max_backward<BFloat16>(const Array&, const Array&, const Array&);
 template void max_gather<float>(const Array&, const Array&, const Array&);
 template void max_gather<double>(const Array&, const Array&, const Array&);
 template void max_gather<Half>(const Array&, const Array&, const Array&);
 template void max_gather<BFloat16>(const Array&, const Array&, const Array&);
 template void avg_forward<float>(const Array&, const Array&, const Pool2dParams&);
 template void avg_forward<double>(const Array&, const Array&, const Pool2dParams&);
+template void avg_forward<Half>(const Array&, const Array&, const Pool2dParams&);
+template void avg_forward<BFloat16>(const Array&, const Array&, const Pool2dParams&);
 template void avg_backward<float>(const Array&, const Array&, const Pool2dParams&);
 template void avg_backward<double>(const Array&, const Array&, const Pool2dParams&);
+template void avg_backward<Half>(const Array&, const Array&, const Pool2dParams&);
+template void avg_backward<BFloat16>(const Array&, const Array&, const Pool2dParams&);
 
 }  // namespace rensa::backends::cpu::nhwc

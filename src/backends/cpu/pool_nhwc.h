@@ -1,7 +1,7 @@
 #pragma once
-// Pooling kernels for channels-last arrays (all arguments channels-last, float32 or float64, or
-// any dtype for the gather). Same contracts as the KernelTable's pooling kernels; `indices` hold
-// positions h*W + w within the (H, W) plane, as in NCHW.
+// Pooling kernels for channels-last arrays (all arguments channels-last; any floating dtype).
+// Same contracts as the KernelTable's pooling kernels; `indices` hold positions h*W + w within the
+// (H, W) plane, as in NCHW.
 #include "rensa/core/backend.h"
 
 namespace rensa::backends::cpu::nhwc {

@@ -330,6 +330,56 @@ TEST(HalfKernels, Pooling) {
   }
 }
 
+// The 16-bit pooling kernels read and write 16-bit storage and sum in float32: each result is the
+// float32 kernel's on the widened inputs, rounded once, bit for bit (overlapping windows, padding,
+// both layouts, both 16-bit dtypes). Mismatched input and output dtypes are refused.
+TEST(HalfKernels, PoolingSumsInFloat32AndRoundsOnce) {
+  const Pool2dParams params[] = {{.ksize_y = 2, .ksize_x = 2, .stride_y = 2, .stride_x = 2},
+                                 {.ksize_y = 3, .ksize_x = 3, .stride_y = 2, .stride_x = 2, .pad_y = 1, .pad_x = 1},
+                                 {.ksize_y = 3, .ksize_x = 2, .stride_y = 1, .stride_x = 1, .pad_y = 1}};
+  for (Dtype half : {Dtype::bfloat16, Dtype::float16}) {
+    for (const Pool2dParams& p : params) {
+      for (MemoryFormat fmt : {MemoryFormat::contiguous, MemoryFormat::channels_last}) {
+        const std::string what = std::string(rensa::dtype_name(half)) + " " +
+                                 (fmt == MemoryFormat::channels_last ? "NHWC" : "NCHW") + " ksize " +
+                                 std::to_string(p.ksize_y) + "x" + std::to_string(p.ksize_x);
+        const Shape xs{3, 300, 7, 6};  // 300 channels: more than a pixel's stack buffer holds
+        const Shape ys{3, 300, (xs[2] + 2 * p.pad_y - p.ksize_y) / p.stride_y + 1,
+                       (xs[3] + 2 * p.pad_x - p.ksize_x) / p.stride_x + 1};
+        const Array x = rensa::test::randn(xs, Dtype::float32, 11).astype(half).to_memory_format(fmt);
+        const Array gy = rensa::test::randn(ys, Dtype::float32, 12).astype(half).to_memory_format(fmt);
+        const Array x32 = x.astype(Dtype::float32), gy32 = gy.astype(Dtype::float32);
+        auto empty = [&](const Shape& s, Dtype d) { return Array::empty(s, d, Device::cpu(), fmt); };
+        auto expect_rounded = [&](const Array& got, const Array& f32, const std::string& op) {
+          EXPECT_TRUE(rensa::array_equal(got, f32.astype(half))) << op << " " << what;
+        };
+        Array ya = empty(ys, half), ya32 = empty(ys, Dtype::float32);
+        cpu_kernels().avg_pool2d_forward(x, ya, p);
+        cpu_kernels().avg_pool2d_forward(x32, ya32, p);
+        expect_rounded(ya, ya32, "average forward");
+        Array ga = empty(xs, half), ga32 = empty(xs, Dtype::float32);
+        cpu_kernels().avg_pool2d_backward(gy, ga, p);
+        cpu_kernels().avg_pool2d_backward(gy32, ga32, p);
+        expect_rounded(ga, ga32, "average backward");
+        Array ym = empty(ys, half), idx = empty(ys, Dtype::int32);
+        cpu_kernels().max_pool2d_forward(x, ym, idx, p);
+        Array gm = empty(xs, half), gm32 = empty(xs, Dtype::float32);
+        cpu_kernels().max_pool2d_backward(gy, idx, gm);
+        cpu_kernels().max_pool2d_backward(gy32, idx, gm32);
+        expect_rounded(gm, gm32, "max backward");
+      }
+    }
+  }
+  const Pool2dParams p{.ksize_y = 2, .ksize_x = 2, .stride_y = 2, .stride_x = 2};
+  Array y32 = Array::empty({1, 2, 2, 2}, Dtype::float32, Device::cpu());
+  rensa::test::expect_error<rensa::DtypeError>(
+      [&] { cpu_kernels().avg_pool2d_forward(rand_bf16({1, 2, 4, 4}, 1), y32, p); },
+      {"avg_pool2d_forward", "bfloat16", "float32", "differ"});
+  Array gx32 = Array::empty({1, 2, 4, 4}, Dtype::float32, Device::cpu());
+  rensa::test::expect_error<rensa::DtypeError>(
+      [&] { cpu_kernels().avg_pool2d_backward(rand_bf16({1, 2, 2, 2}, 2), gx32, p); }, {"avg_pool2d_backward"});
+}
+
 // Max pooling of 16-bit floats compares them as they are: ties keep the first maximum, a NaN wins
 // over numbers, exactly as on the reference backend, in both layouts.
 TEST(HalfKernels, MaxPoolingTiesAndNaN) {
