@@ -206,24 +206,13 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
                  {"step", s},
                  {"straggle", std::max(0.0, waits[waits.size() / 2])}});
   }
-  // The overlap buckets (MultiNodeOptimizerOptions' rule: reverse namedparams order, at most
-  // bucket_cap bytes of parameters each, a larger parameter alone).
-  const int64_t cap = rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap;
-  const auto named = plain.model->namedparams(false);
+  // The overlap buckets, as the multi-node stage plans them.
   nlohmann::json elements = nlohmann::json::array(), params = nlohmann::json::array();
-  int64_t bytes = 0, count = 0;
-  for (auto it = named.rbegin(); it != named.rend(); ++it) {
-    const int64_t n = it->second.size();
-    const int64_t nb = n * static_cast<int64_t>(rensa::itemsize(it->second.dtype()));
-    if (count > 0 && bytes + nb > cap) {
-      elements.push_back(count);
-      bytes = count = 0;
-    }
-    bytes += nb;
-    count += n;
-    params.push_back(n);
+  for (const rensa::mn::GradientBucket& b :
+       rensa::mn::plan_gradient_buckets(*plain.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap)) {
+    elements.push_back(b.elements);
+    for (const rensa::Variable& p : b.params) params.push_back(p.size());
   }
-  if (count > 0) elements.push_back(count);
   profile.set(buckets_key(w.model), {{"elements", elements}, {"params", params}});
 }
 

@@ -11,10 +11,9 @@
 namespace rensa::mn {
 namespace detail {
 
-/// A group of gradients averaged by one start_mean_grad call.
-struct Bucket {
-  std::vector<Variable> params;  // reverse namedparams() order
-  std::vector<char> ready;       // per param: its gradient is final in the current backward
+/// Readiness of one bucket of the plan in the current backward.
+struct BucketState {
+  std::vector<char> ready;  // per param: its gradient is final in the current backward
   std::size_t n_ready = 0;
 };
 
@@ -29,7 +28,8 @@ struct MultiNodeStageState {
   // One hook observes every parameter; it lives as long as the stage.
   std::shared_ptr<GradHook> hook;
   // The bucket plan, built for the initialized parameters listed in plan_key (namedparams order).
-  std::vector<Bucket> buckets;
+  std::vector<GradientBucket> buckets;
+  std::vector<BucketState> readiness;
   std::unordered_map<VariableId, std::pair<std::size_t, std::size_t>> where;
   std::vector<VariableId> plan_key;
   // Initialized parameters as of the last broadcast.
@@ -107,13 +107,13 @@ class MultiNodeGradHook final : public GradHook {
     const auto it = st.where.find(variable.id());
     if (it == st.where.end()) return;
     auto [b, i] = it->second;
-    detail::Bucket& bucket = st.buckets[b];
+    detail::BucketState& bucket = st.readiness[b];
     if (bucket.ready[i] != 0) return;
     bucket.ready[i] = 1;
     ++bucket.n_ready;
     // Strictly in bucket order, so every rank issues the same sequence of requests.
     while (st.next_bucket < st.buckets.size() &&
-           st.buckets[st.next_bucket].n_ready == st.buckets[st.next_bucket].params.size()) {
+           st.readiness[st.next_bucket].n_ready == st.buckets[st.next_bucket].params.size()) {
       launch_bucket(comm_, st, st.next_bucket, zero_fill_);
       ++st.next_bucket;
       ++st.launched_during_backward;
@@ -186,31 +186,25 @@ void MultiNodeStage::plan_buckets(Link& target) {
   // follows the initialized set.
   const ParamKey key = initialized_params(target);
   if (key != st.plan_key) {
-    st.buckets.clear();
+    st.buckets = plan_gradient_buckets(target, options_.bucket_cap);
     st.where.clear();
-    const auto named = target.namedparams(false);
-    int64_t bytes = 0;
-    for (auto it = named.rbegin(); it != named.rend(); ++it) {
-      const Variable& p = it->second;
-      const int64_t nbytes = p.size() * static_cast<int64_t>(itemsize(p.dtype()));
-      if (st.buckets.empty() || (!st.buckets.back().params.empty() && bytes + nbytes > options_.bucket_cap)) {
-        st.buckets.emplace_back();
-        bytes = 0;
-      }
-      st.where[p.id()] = {st.buckets.size() - 1, st.buckets.back().params.size()};
-      st.buckets.back().params.push_back(p);
-      bytes += nbytes;
-      const auto& hooks = p.grad_hooks();
-      if (std::find(hooks.begin(), hooks.end(), st.hook) == hooks.end()) {
-        p.add_grad_hook(st.hook);
-        st.hooked.push_back(p);
+    for (std::size_t b = 0; b < st.buckets.size(); ++b) {
+      for (std::size_t i = 0; i < st.buckets[b].params.size(); ++i) {
+        const Variable& p = st.buckets[b].params[i];
+        st.where[p.id()] = {b, i};
+        const auto& hooks = p.grad_hooks();
+        if (std::find(hooks.begin(), hooks.end(), st.hook) == hooks.end()) {
+          p.add_grad_hook(st.hook);
+          st.hooked.push_back(p);
+        }
       }
     }
     st.plan_key = key;
   }
-  for (detail::Bucket& b : st.buckets) {
-    b.ready.assign(b.params.size(), 0);
-    b.n_ready = 0;
+  st.readiness.resize(st.buckets.size());
+  for (std::size_t b = 0; b < st.buckets.size(); ++b) {
+    st.readiness[b].ready.assign(st.buckets[b].params.size(), 0);
+    st.readiness[b].n_ready = 0;
   }
   st.next_bucket = 0;
   st.launched_during_backward = 0;
@@ -339,6 +333,25 @@ void MultiNodeStage::serialize(optimizers::Optimizer& optimizer, serializers::Se
 }
 
 std::size_t MultiNodeStage::num_buckets() const { return state_->buckets.size(); }
+const std::vector<GradientBucket>& MultiNodeStage::buckets() const { return state_->buckets; }
+
+std::vector<GradientBucket> plan_gradient_buckets(const Link& target, int64_t bucket_cap) {
+  RENSA_CHECK(bucket_cap > 0, ValueError, "plan_gradient_buckets: bucket_cap must be positive, got ", bucket_cap);
+  std::vector<GradientBucket> buckets;
+  const auto named = target.namedparams(false);
+  for (auto it = named.rbegin(); it != named.rend(); ++it) {
+    const Variable& p = it->second;
+    const int64_t nbytes = p.size() * static_cast<int64_t>(itemsize(p.dtype()));
+    if (buckets.empty() || (!buckets.back().params.empty() && buckets.back().bytes + nbytes > bucket_cap))
+      buckets.emplace_back();
+    GradientBucket& b = buckets.back();
+    b.paths.push_back(it->first);
+    b.params.push_back(p);
+    b.elements += p.size();
+    b.bytes += nbytes;
+  }
+  return buckets;
+}
 std::size_t MultiNodeStage::buckets_launched_during_backward() const { return state_->launched_during_backward; }
 
 MultiNodeStage& add_multi_node_stage(optimizers::Optimizer& optimizer, Communicator comm,

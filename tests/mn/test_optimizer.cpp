@@ -188,6 +188,38 @@ TEST(MultiNodeOptimizer, OverlapLaunchesBucketsDuringBackward) {
   EXPECT_EQ(opt->t(), 1);
 }
 
+TEST(MultiNodeOptimizer, BucketPlanIsPublic) {
+  Net net(kIn, kHidden, kOut, 7);
+  // Reverse namedparams order, at most 200 bytes each, a larger parameter alone.
+  const std::vector<GradientBucket> plan = plan_gradient_buckets(net, 200);
+  std::vector<std::vector<std::string>> paths;
+  std::vector<int64_t> elements, bytes;
+  for (const GradientBucket& b : plan) {
+    paths.push_back(b.paths);
+    elements.push_back(b.elements);
+    bytes.push_back(b.bytes);
+    ASSERT_EQ(b.params.size(), b.paths.size());
+  }
+  const std::vector<std::vector<std::string>> want{{"/l3/b", "/l3/W", "/l2/b"}, {"/l2/W"}, {"/l1/b"}, {"/l1/W"}};
+  EXPECT_EQ(paths, want);
+  EXPECT_EQ(elements, (std::vector<int64_t>{43, 100, 10, 60}));
+  EXPECT_EQ(bytes, (std::vector<int64_t>{172, 400, 40, 240}));
+  EXPECT_EQ(plan_gradient_buckets(net, int64_t{1} << 20).size(), 1u);
+  rensa::test::expect_error<ValueError>([&] { plan_gradient_buckets(net, 0); },
+                                        {"plan_gradient_buckets", "bucket_cap must be positive, got 0"});
+
+  // The stage's plan is the same rule's.
+  Communicator c = comm();
+  auto opt = create_multi_node_optimizer(momentum()(), c, {.bucket_cap = 200});
+  opt->setup(net);
+  EXPECT_TRUE(stage_of(*opt).buckets().empty());
+  auto [x, y] = batch_rows(0, kLocal * c.size(), kIn, kOut, 0, kLocal);
+  opt->update([&] { return loss_of(net, x, y); });
+  ASSERT_EQ(stage_of(*opt).buckets().size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(stage_of(*opt).buckets()[i].paths, want[i]);
+  EXPECT_EQ(stage_of(*opt).buckets_launched_during_backward(), want.size());
+}
+
 TEST(MultiNodeOptimizer, LazyParametersAreBroadcast) {
   for (bool overlap : {false, true}) {
     Training run;

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "rensa/core/error.h"
 #include "rensa/mn/communicator.h"
@@ -41,6 +43,21 @@ struct MultiNodeOptimizerOptions {
 namespace detail {
 struct MultiNodeStageState;
 }
+
+/// One bucket of the overlap plan: parameters whose gradients are averaged by one collective.
+struct GradientBucket {
+  std::vector<std::string> paths;  ///< namedparams() paths, in reverse namedparams() order
+  std::vector<Variable> params;    ///< the parameters of `paths`, in the same order
+  int64_t elements = 0;            ///< total elements of the parameters
+  int64_t bytes = 0;               ///< total bytes, in the parameters' dtypes
+};
+
+/// The overlap plan of MultiNodeStage for `target`'s initialized parameters: they are taken in
+/// reverse namedparams() order (the order backward tends to finish them in) and packed into
+/// buckets of at most `bucket_cap` bytes; a parameter larger than that gets a bucket of its own.
+/// Buckets are launched in this order on every rank. ValueError for a bucket_cap that is not
+/// positive. Tools (bench_scaling_model) read bucket sizes here instead of repeating the rule.
+std::vector<GradientBucket> plan_gradient_buckets(const Link& target, int64_t bucket_cap);
 
 /// The stage (optimizers::OptimizerStage) that makes an optimizer data-parallel: every rank applies
 /// the same update, computed from the gradients averaged over the ranks of a communicator. The
@@ -87,6 +104,9 @@ class MultiNodeStage final : public optimizers::OptimizerStage {
   const MultiNodeOptimizerOptions& options() const { return options_; }
   /// Number of buckets of the current overlap plan (0 before the first overlapped step).
   std::size_t num_buckets() const;
+  /// The current overlap plan (empty before the first overlapped step); what
+  /// plan_gradient_buckets(target, options().bucket_cap) gave for the parameters of that step.
+  const std::vector<GradientBucket>& buckets() const;
   /// Number of buckets launched during backward (before backward finished) at the last update;
   /// for tests and benchmarks that check overlap happens.
   std::size_t buckets_launched_during_backward() const;
