@@ -128,6 +128,23 @@ class MultiNodeGradHook final : public GradHook {
 
 }  // namespace
 
+std::vector<GradientBucket> plan_gradient_buckets(const Link& target, int64_t bucket_cap) {
+  RENSA_CHECK(bucket_cap > 0, ValueError, "plan_gradient_buckets: bucket_cap must be positive, got ", bucket_cap);
+  std::vector<GradientBucket> buckets;
+  const auto named = target.namedparams(false);
+  for (auto it = named.rbegin(); it != named.rend(); ++it) {
+    const Variable& p = it->second;
+    const int64_t nbytes = p.size() * static_cast<int64_t>(itemsize(p.dtype()));
+    if (buckets.empty() || buckets.back().bytes + nbytes > bucket_cap) buckets.emplace_back();
+    GradientBucket& b = buckets.back();
+    b.paths.push_back(it->first);
+    b.params.push_back(p);
+    b.elements += p.size();
+    b.bytes += nbytes;
+  }
+  return buckets;
+}
+
 MultiNodeStage::MultiNodeStage(Communicator comm, MultiNodeOptimizerOptions options)
     : comm_(std::move(comm)), options_(options), state_(std::make_unique<MultiNodeStageState>()) {
   RENSA_CHECK(comm_.valid(), ValueError, "create_multi_node_optimizer: null communicator");
@@ -334,24 +351,6 @@ void MultiNodeStage::serialize(optimizers::Optimizer& optimizer, serializers::Se
 
 std::size_t MultiNodeStage::num_buckets() const { return state_->buckets.size(); }
 const std::vector<GradientBucket>& MultiNodeStage::buckets() const { return state_->buckets; }
-
-std::vector<GradientBucket> plan_gradient_buckets(const Link& target, int64_t bucket_cap) {
-  RENSA_CHECK(bucket_cap > 0, ValueError, "plan_gradient_buckets: bucket_cap must be positive, got ", bucket_cap);
-  std::vector<GradientBucket> buckets;
-  const auto named = target.namedparams(false);
-  for (auto it = named.rbegin(); it != named.rend(); ++it) {
-    const Variable& p = it->second;
-    const int64_t nbytes = p.size() * static_cast<int64_t>(itemsize(p.dtype()));
-    if (buckets.empty() || (!buckets.back().params.empty() && buckets.back().bytes + nbytes > bucket_cap))
-      buckets.emplace_back();
-    GradientBucket& b = buckets.back();
-    b.paths.push_back(it->first);
-    b.params.push_back(p);
-    b.elements += p.size();
-    b.bytes += nbytes;
-  }
-  return buckets;
-}
 std::size_t MultiNodeStage::buckets_launched_during_backward() const { return state_->launched_during_backward; }
 
 MultiNodeStage& add_multi_node_stage(optimizers::Optimizer& optimizer, Communicator comm,

@@ -12,8 +12,8 @@
 #include <bit>
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
+#include "src/backends/cpu/compute_view.h"
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
 #include "src/backends/cpu/pool_nhwc.h"
@@ -103,7 +103,7 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
       }
       return;
     }
-    std::vector<int64_t> arg(static_cast<std::size_t>(g.ow));
+    int64_t* arg = thread_scratch<int64_t>(0, g.ow);
     for (int64_t i = 0; i < g.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       int64_t ylo, yhi;
@@ -112,8 +112,8 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
       // Start from each window's first element.
       for (int64_t j = 0; j < g.ow; ++j) {
         const int64_t x0 = j * p.stride_x - p.pad_x;
-        arg[static_cast<std::size_t>(j)] = (y0 + ylo) * g.w + std::max<int64_t>(x0, 0);
-        best[j] = in[arg[static_cast<std::size_t>(j)]];
+        arg[j] = (y0 + ylo) * g.w + std::max<int64_t>(x0, 0);
+        best[j] = in[arg[j]];
       }
       for (int64_t ky = ylo; ky < yhi; ++ky) {
         for (int64_t kx = 0; kx < p.ksize_x; ++kx) {
@@ -128,13 +128,13 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
             // Selects by masks: GCC turns `take ? v : b` into a branch, which mispredicts on random
             // data (where the maximum lies is a coin toss) and makes the loop several times slower.
             const int64_t m = -static_cast<int64_t>(take);
-            int64_t& a = arg[static_cast<std::size_t>(j)];
+            int64_t& a = arg[j];
             a = (pos & m) | (a & ~m);
             best[j] = select_bits(m, v, b);
           }
         }
       }
-      for (int64_t j = 0; j < g.ow; ++j) idx[i * g.ow + j] = static_cast<int32_t>(arg[static_cast<std::size_t>(j)]);
+      for (int64_t j = 0; j < g.ow; ++j) idx[i * g.ow + j] = static_cast<int32_t>(arg[j]);
     }
   });
 }
@@ -147,13 +147,12 @@ void max_backward(const Array& gy, const Array& indices, const Array& gx) {
   const int32_t* pi = indices.data<int32_t>();
   T* pgx = gx.data<T>();
   for_each_plane(g.count, gx.size() + gy.size(), [&](int64_t q) {
-    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.h * g.w));
-    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + q * g.h * g.w) : scratch.data();
-    std::fill(out, out + g.h * g.w, A(0));
+    const ComputeView<T> plane(pgx + q * g.h * g.w, g.h * g.w);
+    A* out = plane.data();
     const T* in = pgy + q * g.oh * g.ow;
     const int32_t* idx = pi + q * g.oh * g.ow;
     for (int64_t k = 0; k < g.oh * g.ow; ++k) out[idx[k]] += static_cast<A>(in[k]);
-    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + g.h * g.w, pgx + q * g.h * g.w);
+    plane.store();
   });
 }
 
@@ -181,13 +180,12 @@ void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   for_each_plane(g.count, y.size() * p.ksize_y * p.ksize_x, [&](int64_t q) {
     const T* in = px + q * g.h * g.w;
     T* out = py + q * g.oh * g.ow;
-    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.ow));
     for (int64_t i = 0; i < g.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       int64_t ylo, yhi;
       clip_window(y0, p.ksize_y, g.h, ylo, yhi);
-      A* acc = std::is_same_v<A, T> ? reinterpret_cast<A*>(out + i * g.ow) : scratch.data();
-      std::fill(acc, acc + g.ow, A(0));
+      const ComputeView<T> sums(out + i * g.ow, g.ow);
+      A* acc = sums.data();
       for (int64_t ky = ylo; ky < yhi; ++ky) {
         for (int64_t kx = 0; kx < p.ksize_x; ++kx) {
           int64_t jlo, jhi;
@@ -197,7 +195,7 @@ void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
         }
       }
       for (int64_t j = 0; j < g.ow; ++j) acc[j] *= inv;
-      if constexpr (!std::is_same_v<A, T>) std::copy(acc, acc + g.ow, out + i * g.ow);
+      sums.store();
     }
   });
 }
@@ -210,30 +208,27 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
   const T* pgy = gy.data<T>();
   T* pgx = gx.data<T>();
   for_each_plane(g.count, gy.size() * p.ksize_y * p.ksize_x + gx.size(), [&](int64_t q) {
-    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(g.h * g.w));
-    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + q * g.h * g.w) : scratch.data();
-    std::fill(out, out + g.h * g.w, A(0));
-    std::vector<A> v(static_cast<std::size_t>(g.ow));
+    const ComputeView<T> plane(pgx + q * g.h * g.w, g.h * g.w);
+    A* out = plane.data();
+    A* v = thread_scratch<A>(1, g.ow);  // one row of gy / window size
     for (int64_t i = 0; i < g.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       int64_t ylo, yhi;
       clip_window(y0, p.ksize_y, g.h, ylo, yhi);
-      for (int64_t j = 0; j < g.ow; ++j)
-        v[static_cast<std::size_t>(j)] = static_cast<A>(pgy[q * g.oh * g.ow + i * g.ow + j]) * inv;
+      for (int64_t j = 0; j < g.ow; ++j) v[j] = static_cast<A>(pgy[q * g.oh * g.ow + i * g.ow + j]) * inv;
       for (int64_t ky = ylo; ky < yhi; ++ky) {
         for (int64_t kx = 0; kx < p.ksize_x; ++kx) {
           int64_t jlo, jhi;
           tap_range(kx, p.stride_x, p.pad_x, g.w, g.ow, jlo, jhi);
           A* row = out + (y0 + ky) * g.w - p.pad_x + kx;
           // For one tap, distinct outputs j land on distinct pixels: no two writes collide.
-          for (int64_t j = jlo; j < jhi; ++j) row[j * p.stride_x] += v[static_cast<std::size_t>(j)];
+          for (int64_t j = jlo; j < jhi; ++j) row[j * p.stride_x] += v[j];
         }
       }
     }
-    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + g.h * g.w, pgx + q * g.h * g.w);
+    plane.store();
   });
 }
-
 
 // A call runs channels-last when its (first) output is channels-last and not also contiguous.
 bool runs_nhwc(const Array& out) {
@@ -268,8 +263,9 @@ void max_pool2d_forward(const Array& x, const Array& y, const Array& indices, co
   check_output("max_pool2d_forward", indices, nhwc);
   const Array xc = in_layout(x, nhwc);
   // Compares and copies: exact in a 16-bit type itself.
-  dispatch_floating(x.dtype(), "max_pool2d_forward",
-                    [&]<class T>() { nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p); });
+  dispatch_floating(x.dtype(), "max_pool2d_forward", [&]<class T>() {
+    nhwc ? nhwc::max_forward<T>(xc, y, indices, p) : max_forward<T>(xc, y, indices, p);
+  });
 }
 
 void max_pool2d_backward(const Array& gy, const Array& indices, const Array& gx) {

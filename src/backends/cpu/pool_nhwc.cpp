@@ -7,9 +7,9 @@
 #include <bit>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "rensa/core/half.h"
+#include "src/backends/cpu/compute_view.h"
 #include "src/backends/cpu/loops.h"
 
 namespace rensa::backends::cpu::nhwc {
@@ -104,16 +104,14 @@ void max_backward(const Array& gy, const Array& indices, const Array& gx) {
   T* pgx = gx.data<T>();
   const int64_t in_image = d.h * d.w * d.c, out_image = d.oh * d.ow * d.c;
   parallel_for(d.n, gx.size() + gy.size(), [&](int64_t n) {
-    // 16-bit storage: an image's sums in a float scratch image, rounded once.
-    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(in_image));
-    A* out = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + n * in_image) : scratch.data();
-    std::fill(out, out + in_image, A(0));
+    const ComputeView<T> image(pgx + n * in_image, in_image);
+    A* out = image.data();
     const T* g = pgy + n * out_image;
     const int32_t* idx = pi + n * out_image;
     for (int64_t q = 0; q < d.oh * d.ow; ++q) {
       for (int64_t c = 0; c < d.c; ++c) out[idx[q * d.c + c] * d.c + c] += static_cast<A>(g[q * d.c + c]);
     }
-    if constexpr (!std::is_same_v<A, T>) std::copy(out, out + in_image, pgx + n * in_image);
+    image.store();
   });
 }
 
@@ -143,16 +141,8 @@ void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
   T* py = y.data<T>();
   for_each_window(d, p, px, y.size() * p.ksize_y * p.ksize_x,
                   [&](const T* image, int64_t out, int64_t y0, int64_t x0, Span sy, Span sx) {
-                    // 16-bit storage: one pixel's C sums in float, on the stack when C is small.
-                    constexpr int64_t kStack = 256;
-                    A local[std::is_same_v<A, T> ? 1 : kStack];
-                    std::vector<A> heap;
-                    A* acc = reinterpret_cast<A*>(py + out);
-                    if constexpr (!std::is_same_v<A, T>) {
-                      if (d.c > kStack) heap.resize(static_cast<std::size_t>(d.c));
-                      acc = d.c > kStack ? heap.data() : local;
-                    }
-                    std::fill(acc, acc + d.c, A(0));
+                    const ComputeView<T> sums(py + out, d.c);
+                    A* acc = sums.data();
                     for (int64_t ky = sy.lo; ky < sy.hi; ++ky) {
                       for (int64_t kx = sx.lo; kx < sx.hi; ++kx) {
                         const T* v = image + ((y0 + ky) * d.w + x0 + kx) * d.c;
@@ -160,7 +150,7 @@ void avg_forward(const Array& x, const Array& y, const Pool2dParams& p) {
                       }
                     }
                     for (int64_t c = 0; c < d.c; ++c) acc[c] *= inv;
-                    if constexpr (!std::is_same_v<A, T>) std::copy(acc, acc + d.c, py + out);
+                    sums.store();
                   });
 }
 
@@ -173,10 +163,8 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
   T* pgx = gx.data<T>();
   const int64_t in_image = d.h * d.w * d.c;
   parallel_for(d.n, gy.size() * p.ksize_y * p.ksize_x + gx.size(), [&](int64_t n) {
-    // 16-bit storage: the image's sums in a float scratch image, rounded once.
-    std::vector<A> scratch(std::is_same_v<A, T> ? 0 : static_cast<std::size_t>(in_image));
-    A* image = std::is_same_v<A, T> ? reinterpret_cast<A*>(pgx + n * in_image) : scratch.data();
-    std::fill(image, image + in_image, A(0));
+    const ComputeView<T> sums(pgx + n * in_image, in_image);
+    A* image = sums.data();
     for (int64_t i = 0; i < d.oh; ++i) {
       const int64_t y0 = i * p.stride_y - p.pad_y;
       const Span sy = clip(y0, p.ksize_y, d.h);
@@ -192,7 +180,7 @@ void avg_backward(const Array& gy, const Array& gx, const Pool2dParams& p) {
         }
       }
     }
-    if constexpr (!std::is_same_v<A, T>) std::copy(image, image + in_image, pgx + n * in_image);
+    sums.store();
   });
 }
 
