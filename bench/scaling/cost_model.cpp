@@ -99,7 +99,18 @@ class Model {
       c.cpu += intra("intra", bytes) + intra("allgather", bytes);
       return c;
     }
-    return ring(c_.ranks, bytes);  // flat and naive: one ring over every rank
+    // flat and naive: one MPI_Allreduce over every rank. For all but small sizes Open MPI 4.1 runs
+    // Rabenseifner's, which halves with the nearest rank first: with ranks numbered host by host,
+    // its first and last log2 K steps stay within each host (a reduce-scatter and an allgather among
+    // the K, through MPI's shared memory, each costing about an allgather of the bytes), and the
+    // steps between cross the links, the K ranks' pairs together carrying the bytes of one
+    // allreduce over the M hosts.
+    if (k_ > 1 && bytes >= rabenseifner_from(c_.ranks)) {
+      Cost c = ring(c_.hosts, bytes);
+      c.cpu += 2 * intra("allgather", bytes);
+      return c;
+    }
+    return ring(c_.ranks, bytes);
   }
 
   const std::string& hint() const { return hint_; }
@@ -107,6 +118,19 @@ class Model {
   int per_host() const { return k_; }
 
  private:
+  // The size from which Open MPI 4.1's fixed rules pick Rabenseifner's allreduce (commutative
+  // operations) on n ranks.
+  static double rabenseifner_from(int n) {
+    if (n < 4) return 262144;
+    if (n < 16) return 8192;
+    if (n < 32) return 4096;
+    if (n < 64) return 128;
+    if (n < 256) return 262144;
+    if (n < 512) return 4096;
+    if (n < 4096) return 16384;
+    return 32768;
+  }
+
   std::string inter_key(const std::string& link) const { return "inter M2 " + link + " " + c_.wire; }
   const nlohmann::json& inter_fit(const std::string& link) const {
     return p_.at(inter_key(link), "run `bench_scaling_model measure --link " + link +

@@ -123,15 +123,30 @@ TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
   // The straggle measured between 2 processes, scaled to 16 ranks by the normal's expected maximum.
   EXPECT_GT(h.straggle, 0.5e-3 * 3);
   EXPECT_LT(h.straggle, 0.5e-3 * 3.5);
-  // Flat over the same hosts: a ring over all 16 ranks.
+  // Flat over the same hosts: MPI's Rabenseifner allreduce halves with the nearest rank first, so its
+  // first and last steps stay within each host (two allgathers' worth of shared memory) and the
+  // links carry what one allreduce over the 8 hosts carries.
+  p.set("allgather k2 P2", line(4e-6, 0.4e-10));
+  const double host = 2 * (4e-6 + bytes * 0.4e-10);
   c.communicator = "flat";
   const S::Prediction f = S::predict(p, c);
-  EXPECT_NEAR(f.comm_cpu + f.comm_wire, 8 * alpha + 30.0 / 16 * bytes * beta, 1e-12);
+  EXPECT_NEAR(f.comm_cpu + f.comm_wire, host + ring, 1e-12);
+  EXPECT_NEAR(f.comm_cpu, host + 14.0 / 8 * bytes * 0.2e-9, 1e-12);
   // A link given by alpha and beta instead of a measured one.
   c.link.clear();
   c.link_alpha = 2e-6;
   c.link_beta = 1e-10;
-  EXPECT_NEAR(S::predict(p, c).comm_wire + S::predict(p, c).comm_cpu, 8 * 2e-6 + 30.0 / 16 * bytes * 1e-10, 1e-12);
+  EXPECT_NEAR(S::predict(p, c).comm_wire + S::predict(p, c).comm_cpu, host + 6 * 2e-6 + 14.0 / 8 * bytes * 1e-10,
+              1e-12);
+  // One rank on each of 16 hosts: every step of the allreduce crosses a link.
+  S::Config single = config(16, 16, "flat", "no_overlap");
+  const S::Prediction s16 = S::predict(p, single);
+  EXPECT_NEAR(s16.comm_cpu + s16.comm_wire, 8 * alpha + 30.0 / 16 * bytes * beta, 1e-12);
+  // Below 8 kB Open MPI picks other algorithms at 4 ranks: the formula over every rank stays, whatever K.
+  S::Profile small = p;
+  small.set("buckets mlp", {{"elements", {1000}}, {"params", {1000}}});
+  const S::Prediction sm = S::predict(small, config(4, 2, "flat", "no_overlap"));
+  EXPECT_NEAR(sm.comm_cpu + sm.comm_wire, 4 * alpha + 6.0 / 4 * 4e3 * beta, 1e-12);
   // Three hosts: the ring's 4 latencies are fewer than 2 ceil(log2 3) = 4; equal here, and 3 ranks
   // of one host each move 4/3 of the bytes.
   S::Config three = config(3, 3, "flat", "no_overlap");
