@@ -4,24 +4,21 @@
 // and BFloat16 accumulate in a per-thread float buffer that store() rounds into the output. The
 // buffers are kept between calls, so the hot loops allocate nothing.
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "rensa/core/dtype.h"
+#include "src/backends/cpu/scratch.h"
 
 namespace rensa::backends::cpu {
 
-/// Per-thread scratch of at least `n` elements of A. Buffers alive at the same time in one thread
-/// need distinct slots.
+/// Per-thread scratch of at least `n` elements of A (uninitialized). Buffers alive at the same time
+/// in one thread need distinct slots.
 template <class A>
 A* thread_scratch(std::size_t slot, int64_t n) {
-  thread_local std::array<std::vector<A>, 2> buffers;
-  std::vector<A>& b = buffers.at(slot);
-  if (b.size() < static_cast<std::size_t>(n)) b.resize(static_cast<std::size_t>(n));
-  return b.data();
+  thread_local Scratch<2> scratch;
+  return static_cast<A*>(scratch.get(slot, static_cast<std::size_t>(n) * sizeof(A), "cpu kernel"));
 }
 
 /// `n` elements of T at `dst`, seen as compute_t<T> and zeroed. Uses scratch slot 0 for 16-bit T.

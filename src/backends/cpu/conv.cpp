@@ -29,6 +29,7 @@
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/onednn.h"
 #include "src/backends/cpu/primitive_cache.h"
+#include "src/backends/cpu/scratch.h"
 
 namespace rensa::backends::cpu {
 namespace {
@@ -204,48 +205,25 @@ ConvPrimitive make_backward_weights(const Geometry& g) {
   return c;
 }
 
-// Per-thread buffers for the arguments in oneDNN's layouts, kept between calls: allocating them
-// afresh each call costs more than the reorders (megabytes of new pages to fault in). Each grows to
-// the largest argument seen in its slot and stays.
-class Scratch {
- public:
-  void* get(int slot, std::size_t nbytes) {
-    Buffer& b = buffers_[static_cast<std::size_t>(slot)];
-    if (b.size < nbytes) {
-      const std::size_t size = ((nbytes + 4095) / 4096) * 4096;
-      b.data.reset(static_cast<char*>(std::aligned_alloc(64, size)));
-      RENSA_CHECK(b.data != nullptr, Error, "convolution_2d: out of memory allocating ", size, " bytes of scratch");
-      b.size = size;
-    }
-    return b.data.get();
-  }
-
- private:
-  struct Free {
-    void operator()(char* p) const noexcept { std::free(p); }
-  };
-  struct Buffer {
-    std::unique_ptr<char, Free> data;
-    std::size_t size = 0;
-  };
-  std::array<Buffer, 3> buffers_;
-};
+// The arguments in oneDNN's layouts live in per-thread scratch (slots 0 and 1 the inputs, 2 the
+// output): allocating them afresh each call costs more than the reorders.
 
 // Runs a cached primitive on float32 arrays (inputs contiguous, output contiguous).
 void run(const ConvPrimitive& c, const Array& in0, const Array& in1, const Array& out, const Array* bias) {
-  thread_local Scratch scratch;
+  thread_local Scratch<3> scratch;
   dn::stream& s = stream();
   auto wrap = [](const dn::memory::desc& md, void* p) { return dn::memory(md, engine(), p); };
   auto in_memory = [&](const Slot& slot, const Array& a, int k) {
     dn::memory user = wrap(slot.user, a.raw_data());
     if (!slot.convert) return user;
-    dn::memory m = wrap(slot.prim, scratch.get(k, slot.prim.get_size()));
+    dn::memory m = wrap(slot.prim, scratch.get(static_cast<std::size_t>(k), slot.prim.get_size(), "convolution_2d"));
     slot.convert->execute(s, user, m);
     return m;
   };
   dn::memory m0 = in_memory(c.in0, in0, 0), m1 = in_memory(c.in1, in1, 1);
   dn::memory user_out = wrap(c.out.user, out.raw_data());
-  dn::memory m_out = c.out.convert ? wrap(c.out.prim, scratch.get(2, c.out.prim.get_size())) : user_out;
+  dn::memory m_out =
+      c.out.convert ? wrap(c.out.prim, scratch.get(2, c.out.prim.get_size(), "convolution_2d")) : user_out;
   std::unordered_map<int, dn::memory> args{{c.arg_in0, m0}, {c.arg_in1, m1}, {c.arg_out, m_out}};
   if (bias != nullptr) {
     args.emplace(DNNL_ARG_BIAS,
