@@ -4,9 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
-
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
