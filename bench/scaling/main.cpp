@@ -4,6 +4,8 @@
 //              scripts/mpirun -n 2 build/release/bench/bench_scaling_model measure --model mlp -p prof.json
 //   step     (under mpirun) times real training steps through a communicator, to check predictions:
 //              scripts/mpirun -n 2 build/release/bench/bench_scaling_model step --model mlp --communicator flat
+//   median   the median of several profiles of this machine, one per round of measure runs:
+//              build/release/bench/bench_scaling_model median -o prof.json prof1.json prof2.json prof3.json
 //   predict  the step time, efficiency and share of the dummy ceiling of N ranks on M hosts:
 //              build/release/bench/bench_scaling_model predict -p prof.json --ranks 2 --communicator flat
 // bench/scaling_check runs all three over every configuration this machine can hold.
@@ -16,6 +18,7 @@
 
 #include "bench/scaling/cost_model.h"
 #include "bench/scaling/measure.h"
+#include "bench/scaling/profile.h"
 #include "rensa/mn.h"
 
 namespace S = rensa_bench::scaling;
@@ -56,6 +59,14 @@ int main(int argc, char** argv) {
   step->add_option("-c,--communicator", communicator)->check(CLI::IsMember(kCommunicators));
   step->add_option("-g,--grad-dtype", wire, "Gradients on the wire")->check(CLI::IsMember(kWires));
   step->add_option("--mode", mode)->check(CLI::IsMember(kModes));
+
+  CLI::App* median = app.add_subcommand("median", "Write the median of several profiles of this machine");
+  std::vector<std::string> median_inputs;
+  median
+      ->add_option("-o,--output", profile_path,
+                   "Profile file to write; entries it holds already stay, but for those the inputs hold")
+      ->required();
+  median->add_option("profiles", median_inputs, "Profiles to take the median of")->required()->check(CLI::ExistingFile);
 
   CLI::App* predict = app.add_subcommand("predict", "Predict the step time of N ranks on M hosts from a profile");
   S::Config c;
@@ -104,6 +115,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_scaling_model: rank %d: %s\n", world.rank(), e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
+      return 0;
+    }
+    if (median->parsed()) {
+      std::vector<S::Profile> profiles;
+      for (const std::string& path : median_inputs) profiles.push_back(S::Profile::load(path));
+      S::Profile out = S::Profile::load(profile_path);
+      const S::Profile m = S::median_profile(profiles);
+      for (auto it = m.entries().begin(); it != m.entries().end(); ++it) out.set(it.key(), it.value());
+      out.machine() = m.machine();
+      out.save(profile_path);
       return 0;
     }
     const S::Profile profile = S::Profile::load(profile_path);

@@ -12,6 +12,7 @@
 // Each collective entry is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes, and its points.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace rensa_bench::scaling {
 
@@ -27,16 +28,25 @@ class Profile {
   /// The entry; std::runtime_error naming the key, the file and the measure run that provides it.
   const nlohmann::json& at(const std::string& key, const std::string& hint) const;
   void set(const std::string& key, nlohmann::json value) { entries_[key] = std::move(value); }
+  const nlohmann::json& entries() const { return entries_; }
   /// The machine the entries were measured on ("cpu", "cores", "date").
   nlohmann::json& machine() { return machine_; }
   const nlohmann::json& machine() const { return machine_; }
   const std::string& path() const { return path_; }
 
  private:
+  friend Profile median_profile(const std::vector<Profile>& profiles);
   std::string path_;
   nlohmann::json machine_ = nlohmann::json::object();
   nlohmann::json entries_ = nlohmann::json::object();
 };
+
+/// The median of several profiles of one machine (bench/scaling_check ROUNDS=N measures one per
+/// round, minutes apart, so a slow phase of the host moves one of them, not the median): every number
+/// is the median of its values in `profiles` (fits: alpha, beta and each point apart); other values
+/// come from the first. Every profile must hold the same entries in the same shapes, else
+/// std::runtime_error naming the entry and the file. `machine` comes from the first.
+Profile median_profile(const std::vector<Profile>& profiles);
 
 /// seconds = alpha + beta * bytes for (bytes, seconds) points: beta the least-squares slope over the
 /// sizes from 1 MiB up (bandwidth), alpha the least time below 1 MiB that the slope leaves (latency).

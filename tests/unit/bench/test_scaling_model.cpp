@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "bench/scaling/cost_model.h"
 #include "bench/scaling/profile.h"
@@ -211,4 +212,57 @@ TEST(ScalingModel, FitsAndProfileFiles) {
   std::ofstream(path) << "{truncated";
   EXPECT_THROW(S::Profile::load(path), std::runtime_error);
   std::remove(path.c_str());
+}
+
+TEST(ScalingModel, MedianOfProfilesTakesEachNumberApart) {
+  const std::string dir = ::testing::TempDir();
+  const std::string key = S::compute_key("mlp", 100, 1, 2, "float32");
+  std::vector<S::Profile> profiles;
+  const double steps[] = {10e-3, 20e-3, 9e-3};
+  const double betas[] = {1e-10, 3e-10, 2e-10};
+  for (int i = 0; i < 3; ++i) {
+    S::Profile p = profile();
+    json compute = p.at(key, "");
+    compute["step"] = steps[i];
+    p.set(key, compute);
+    p.set("intra k2 P2 float32", line(10e-6 * (i + 1), betas[i]));
+    const std::string path = dir + "median_" + std::to_string(i) + ".json";
+    p.save(path);
+    profiles.push_back(S::Profile::load(path));
+  }
+  const S::Profile m = S::median_profile(profiles);
+  EXPECT_EQ(m.at(key, "")["step"].get<double>(), 10e-3);
+  EXPECT_EQ(m.at(key, "")["backward"].get<double>(), 4e-3);
+  const json& fit = m.at("intra k2 P2 float32", "");
+  EXPECT_EQ(fit["alpha"].get<double>(), 20e-6);
+  EXPECT_EQ(fit["beta"].get<double>(), 2e-10);
+  EXPECT_EQ(fit["points"][1][0].get<double>(), 1e7);  // the sizes themselves agree
+  EXPECT_EQ(m.at("buckets mlp", "")["elements"], json::array({1000000, 500000}));
+  EXPECT_EQ(m.machine()["cores"], 2);
+  // An even count: the mean of the middle two.
+  profiles.pop_back();
+  EXPECT_EQ(S::median_profile(profiles).at(key, "")["step"].get<double>(), 15e-3);
+
+  // Profiles of different contents are refused, naming the entry and the file.
+  const auto refused = [&](const S::Profile& odd, const std::string& what) {
+    const std::string path = dir + "median_odd.json";
+    odd.save(path);
+    std::vector<S::Profile> two = {profiles.front(), S::Profile::load(path)};
+    try {
+      S::median_profile(two);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+    std::remove(path.c_str());
+  };
+  S::Profile shape = profile();
+  shape.set("buckets mlp", {{"elements", {1000000}}, {"params", {500000, 500000, 500000}}});
+  refused(shape, "buckets mlp");
+  S::Profile missing = profile();
+  missing.set("inter M2 slow float16", line(0.0, 1e-9));
+  refused(missing, "entries");
+  EXPECT_THROW(S::median_profile({}), std::runtime_error);
+  for (int i = 0; i < 3; ++i) std::remove((dir + "median_" + std::to_string(i) + ".json").c_str());
 }
