@@ -28,7 +28,23 @@ if(NOT smoke_output MATCHES "[0-9.]+ s per step")
   message(FATAL_ERROR "step printed no time")
 endif()
 
+# The median of rounds' profiles: of the profile and its copy, the profile itself; added to what the
+# output holds already.
+file(COPY_FILE "${WORK_DIR}/prof.json" "${WORK_DIR}/prof_copy.json")
+file(WRITE "${WORK_DIR}/med.json" "{\"entries\": {\"kept\": 1}}")
+smoke_run(TRUE ${BIN} median -o med.json prof.json prof_copy.json)
+smoke_run(TRUE ${BIN} predict -p med.json --model mlp --batchsize 8 -n ${RANKS} --communicator flat --seconds)
+file(READ "${WORK_DIR}/med.json" median)
+if(NOT median MATCHES "\"kept\"" OR NOT median MATCHES "\"buckets mlp\"")
+  message(FATAL_ERROR "median -o must keep the output's other entries and add the inputs':\n${median}")
+endif()
+
 # Bad input: named.
+smoke_run(TRUE ${BIN} measure --model mlp --batchsize 8 --steps 1 --warmup 0 --repeats 1 -p one.json)
+smoke_run(FALSE ${BIN} median -o med2.json prof.json one.json)
+if(NOT smoke_output MATCHES "one.json has [0-9]+ entries")
+  message(FATAL_ERROR "profiles of different entries must be refused, naming the file, got: ${smoke_output}")
+endif()
 smoke_run(FALSE ${BIN} predict -p prof.json --model mlp --batchsize 8 -n 9 --per-host 3 --link-alpha 1e-6
           --link-beta 1e-9)
 if(NOT smoke_output MATCHES "no entry \"compute mlp b8 t1 P3 float32\"")
