@@ -8,7 +8,7 @@
 //              build/release/bench/bench_scaling_model median -o prof.json prof1.json prof2.json prof3.json
 //   predict  the step time, efficiency and share of the dummy ceiling of N ranks on M hosts:
 //              build/release/bench/bench_scaling_model predict -p prof.json --ranks 2 --communicator flat
-// bench/scaling_check runs all three over every configuration this machine can hold.
+// bench/scaling_check runs them over every configuration this machine can hold.
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
