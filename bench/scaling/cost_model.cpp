@@ -113,6 +113,8 @@ class Model {
     return ring(c_.ranks, bytes);
   }
 
+  // The host's shared-memory allreduce of `bytes` alone (0 with one rank per host).
+  double intra_alone(double bytes) const { return intra("intra", bytes); }
   const std::string& hint() const { return hint_; }
   int procs() const { return procs_; }
   int per_host() const { return k_; }
@@ -264,7 +266,16 @@ Prediction predict(const Profile& profile, const Config& c) {
     p.straggle =
         d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), c.ranks)) * expected_max_normal(c.ranks);
   }
-  p.step = p.dummy + unhideable + p.exposed + p.straggle;
+  // Without a free core, collectives that run beside the computation cost what the profile measured
+  // them to add there, not what they cost alone: the difference is added (it can at most hide them).
+  const std::string beside = "beside k" + std::to_string(m.per_host()) + " P" + std::to_string(m.procs()) + " " + c.wire;
+  if (!free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive" &&
+      profile.has(beside)) {
+    double alone = 0;
+    for (const auto& e : buckets.at("elements")) alone += m.intra_alone(e.get<double>() * isz);
+    p.contention = std::max(profile.at(beside, "").at(c.mode).get<double>() - alone, -unhideable);
+  }
+  p.step = p.dummy + unhideable + p.exposed + p.contention + p.straggle;
   p.efficiency = p.single / p.step;
   p.of_dummy = p.dummy / p.step;
   return p;

@@ -2,7 +2,7 @@
 // The cost model of data-parallel training: the step time of N ranks on M hosts, from a profile
 // (profile.h) of one host's compute and its collectives' alpha-beta fits.
 //
-//   T = D + C_cpu + exposed(C_wire) + straggle
+//   T = D + C_cpu + exposed(C_wire) + contention + straggle
 //
 // D is the step with the dummy communicator at the host's load (P processes: it packs and unpacks
 // but sends nothing, so it holds the compute and every cost but the collectives). C is the sum over
@@ -25,6 +25,12 @@
 // spare for its communication thread (then all of C), or the link moves the bytes itself (then
 // C_wire). Over TCP without a free core nothing hides: the thread that keeps the link busy gets no
 // core while the computation runs (the checks on this machine show it).
+// Contention: without a free core, overlap and double buffering run the host's collectives beside
+// the computation, which costs more or less than running them alone (wake-ups, waiting for the
+// other ranks' threads to get a core, cores taken from the computation; at more ranks than cores,
+// idle time filled). The profile measures what the buckets' averaging adds beside backward and
+// beside a step ("beside" entries); the model adds that less the buckets' collectives alone, at
+// most taking all of C back.
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
 // E[max of N standard normals] / E[max of P] (independent, normally spread step times).
@@ -60,6 +66,7 @@ struct Prediction {
   double comm_cpu = 0;    // C_cpu
   double comm_wire = 0;   // C_wire
   double exposed = 0;     // the part of C_wire not hidden
+  double contention = 0;  // without a free core: what the collectives add beside the computation, less alone
   double straggle = 0;    // waiting for the slowest rank
   double step = 0;        // T
   double single = 0;      // one process alone, no stage

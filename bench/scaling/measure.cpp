@@ -11,12 +11,14 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "bench/scaling/cost_model.h"
 #include "bench/scaling/profile.h"
 #include "examples/models.h"
 #include "rensa/mn.h"
+#include "rensa/mn/mpi.h"
 #include "rensa/rensa.h"
 #include "src/mn/mpi_util.h"
 #include "src/mn/shm_allreduce.h"
@@ -254,6 +256,110 @@ void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& bu
   profile.set("allgather" + tail, fit_affine(gather));
 }
 
+// Starts each bucket's averaging once its parameters' gradients are final, in bucket order, as the
+// multi-node stage does, but on arrays of its own (the model's gradients stay as they are).
+class BucketLauncher final : public rensa::GradHook {
+ public:
+  explicit BucketLauncher(const std::vector<rensa::mn::GradientBucket>& buckets) {
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      for (const Variable& p : buckets[b].params) where_[p.id()] = b;
+      need_.push_back(buckets[b].params.size());
+    }
+  }
+  void arm(std::function<void(std::size_t)> launch) {
+    launch_ = std::move(launch);
+    left_ = need_;
+    next_ = 0;
+  }
+  void grad_final(const Variable& v) override {
+    const auto it = where_.find(v.id());
+    if (it == where_.end() || !launch_) return;
+    --left_[it->second];
+    while (next_ < left_.size() && left_[next_] == 0) launch_(next_++);
+  }
+  // Starts what is left (parameters without a gradient this step) and disarms.
+  void finish() {
+    while (next_ < left_.size()) launch_(next_++);
+    launch_ = nullptr;
+  }
+
+ private:
+  std::unordered_map<rensa::VariableId, std::size_t> where_;
+  std::vector<std::size_t> need_, left_;
+  std::size_t next_ = 0;
+  std::function<void(std::size_t)> launch_;
+};
+
+// What the buckets' averaging adds when it runs beside the computation, with the host's k ranks on
+// it: beside backward (overlap: each bucket starts when its gradients are final, as the multi-node
+// stage starts it) and beside a whole step (double buffering: started before it). Each through the
+// flat communicator of the k ranks less the same through the dummy one, so what the stage's own
+// work costs (packing, the thread's hand-offs) cancels, as it is in the dummy step already; paired
+// in each repeat, the median. The model compares it with what it charges for the same collectives
+// run alone (cost_model.cpp): without a free core the difference is not zero, and it does not
+// follow from the parts (the communication thread's wake-ups, each collective waiting for the other
+// ranks' threads to get a core, the cores taken from the computation; and, at more ranks than
+// cores, the idle time it fills).
+void measure_beside(const Workload& w, Profile& profile, const Layout& lay, const nlohmann::json& buckets) {
+  Built b = build(w);
+  b.optimizer->setup(*b.model);
+  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.size) + " ";
+  std::vector<rensa::Array> grads;
+  for (const auto& e : buckets.at("elements")) grads.push_back(rensa::Array::zeros({e.get<int64_t>()}));
+  const std::size_t n = grads.size();
+  std::vector<rensa::mn::Communicator::Request> requests(n);
+  const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
+  if (plan.size() != n) throw std::runtime_error("bench_scaling_model: the bucket plan changed while measuring");
+  const auto launcher = std::make_shared<BucketLauncher>(plan);
+  for (const auto& bucket : plan) {
+    for (const Variable& p : bucket.params) p.add_grad_hook(launcher);
+  }
+  for (const std::string& wire : kWires) {
+    const rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(wire)};
+    rensa::mn::Communicator flat = rensa::mn::create_communicator("flat", lay.intra, options);
+    rensa::mn::Communicator dummy = rensa::mn::create_communicator("dummy", lay.intra, options);
+    const auto start = [&](rensa::mn::Communicator& comm, std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) requests[i] = comm.start_mean_grad({grads[i]});
+    };
+    const auto wait = [&] {
+      for (auto& r : requests) r.wait();
+    };
+    const auto beside_backward = [&](rensa::mn::Communicator& comm) {
+      b.model->cleargrads();
+      rensa::Variable loss = b.loss();
+      launcher->arm([&](std::size_t i) { start(comm, i, i + 1); });
+      loss.backward();
+      launcher->finish();
+      wait();
+    };
+    const auto beside_step = [&](rensa::mn::Communicator& comm) {
+      start(comm, 0, n);
+      b.optimizer->update([&] { return b.loss(); });
+      wait();
+    };
+    const std::vector<std::function<void()>> fns = {
+        [&] { beside_backward(flat); }, [&] { beside_backward(dummy); }, [&] { beside_step(flat); },
+        [&] { beside_step(dummy); }};
+    for (const auto& fn : fns) {
+      for (int i = 0; i < w.warmup; ++i) fn();
+    }
+    std::vector<double> overlap, double_buffering;
+    for (int r = 0; r < w.repeats; ++r) {
+      std::vector<double> t;
+      for (const auto& fn : fns) t.push_back(timed(fn, w.steps, 0, 1, MPI_COMM_WORLD));
+      overlap.push_back(t[0] - t[1]);
+      double_buffering.push_back(t[2] - t[3]);
+    }
+    std::sort(overlap.begin(), overlap.end());
+    std::sort(double_buffering.begin(), double_buffering.end());
+    profile.set("beside" + tail + wire, {{"overlap", overlap[overlap.size() / 2]},
+                                         {"double_buffering", double_buffering[double_buffering.size() / 2]}});
+  }
+  for (const auto& bucket : plan) {
+    for (const Variable& p : bucket.params) p.remove_grad_hook(launcher.get());
+  }
+}
+
 // Between steps' collectives the link idles for the step's compute (`gap`): timed the same way.
 void measure_inter(Profile& profile, const Layout& lay, const std::string& link, const nlohmann::json& buckets,
                    double gap) {
@@ -292,7 +398,10 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
   Profile profile = lay.rank == 0 ? Profile::load(path) : Profile{};
   measure_compute(w, profile, lay);
   const nlohmann::json buckets = profile.at(buckets_key(w.model), "");  // every rank set it
-  if (lay.k > 1) measure_intra(profile, lay, buckets);
+  if (lay.k > 1) {
+    measure_intra(profile, lay, buckets);
+    measure_beside(w, profile, lay, buckets);
+  }
   if (lay.hosts > 1) {
     if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
     if (lay.k == 1) {

@@ -110,6 +110,34 @@ TEST(ScalingModel, TwoHostsSplitTheLinkIntoCpuAndWireAndHideOnlyWhatCanRunBeside
   EXPECT_NEAR(S::predict(profile(), wide).step, 10e-3 + 0.5e-3, 1e-12);
 }
 
+TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMeasured) {
+  S::Profile prof = profile();
+  // Averaging the buckets adds 2 ms beside backward, 0.3 ms beside a step.
+  prof.set("beside k2 P2 float32", {{"overlap", 2e-3}, {"double_buffering", 0.3e-3}});
+  const double alone = 20e-6 + 6e-4;  // the two buckets' shared-memory allreduce alone
+  const S::Prediction o = S::predict(prof, config(2, 1));
+  EXPECT_NEAR(o.contention, 2e-3 - alone, 1e-12);
+  EXPECT_NEAR(o.step, 10e-3 + 2e-3 + 0.5e-3, 1e-12);  // D, then what beside backward added
+  const S::Prediction db = S::predict(prof, config(2, 1, "flat", "double_buffering"));
+  EXPECT_NEAR(db.contention, 0.3e-3 - alone, 1e-12);
+  EXPECT_NEAR(db.step, 10e-3 + 0.3e-3 + 0.5e-3, 1e-12);
+  // It can at most hide the collectives.
+  prof.set("beside k2 P2 float32", {{"overlap", 2e-3}, {"double_buffering", -1e-3}});
+  EXPECT_NEAR(S::predict(prof, config(2, 1, "flat", "double_buffering")).step, 10e-3 + 0.5e-3, 1e-12);
+  // Not without overlap, not for the dummy communicator, not without the wire's entry.
+  EXPECT_EQ(S::predict(prof, config(2, 1, "flat", "no_overlap")).contention, 0);
+  EXPECT_EQ(S::predict(prof, config(2, 1, "dummy")).contention, 0);
+  S::Config half = config(2, 1);
+  half.wire = "float16";
+  EXPECT_EQ(S::predict(prof, half).contention, 0);
+  // With a free core the collectives hide instead.
+  S::Config wide = config(2, 1);
+  wide.cores = 8;
+  const S::Prediction w = S::predict(prof, wide);
+  EXPECT_EQ(w.contention, 0);
+  EXPECT_NEAR(w.step, 10e-3 + 10e-6 + 2e6 * 1e-10 + 0.5e-3, 1e-12);  // the last bucket's, after backward
+}
+
 TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
   // Hierarchical over 8 hosts of 2 ranks: shared memory + ring over 8 + broadcast within the host.
   S::Profile p = profile();
