@@ -12,14 +12,15 @@ smoke_run(TRUE ${BIN} measure ${quick})
 smoke_run(TRUE ${cmd} measure ${quick})
 file(READ "${WORK_DIR}/prof.json" profile)
 foreach(key "compute mlp b8 t1 P1 none" "compute mlp b8 t1 P${RANKS} float16" "buckets mlp"
-            "intra k${RANKS} P${RANKS} bfloat16" "bcast k${RANKS} P${RANKS}" "allgather k${RANKS} P${RANKS}")
+            "intra k${RANKS} P${RANKS} bfloat16" "bcast k${RANKS} P${RANKS}" "allgather k${RANKS} P${RANKS}"
+            "beside k${RANKS} P${RANKS} float16")
   if(NOT profile MATCHES "\"${key}\"")
     message(FATAL_ERROR "prof.json lacks \"${key}\":\n${profile}")
   endif()
 endforeach()
 
 smoke_run(TRUE ${BIN} predict -p prof.json --model mlp --batchsize 8 -n 1 ${RANKS} --communicator hierarchical)
-if(NOT smoke_output MATCHES "${RANKS} ranks on 1 hosts, hierarchical, float32 wire, overlap: step [0-9.]+ ms .*efficiency [0-9.]+, of dummy [0-9.]+")
+if(NOT smoke_output MATCHES "${RANKS} ranks on 1 hosts, hierarchical, float32 wire, overlap: step [0-9.]+ ms .*contention -?[0-9.]+.*efficiency [0-9.]+, of dummy [0-9.]+")
   message(FATAL_ERROR "predict printed no prediction for ${RANKS} ranks")
 endif()
 smoke_run(TRUE ${cmd} step --model mlp --batchsize 8 --steps 2 --warmup 1 --repeats 1 --communicator flat

@@ -268,12 +268,18 @@ Prediction predict(const Profile& profile, const Config& c) {
   }
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  const std::string beside = "beside k" + std::to_string(m.per_host()) + " P" + std::to_string(m.procs()) + " " + c.wire;
+  const std::string beside =
+      "beside k" + std::to_string(m.per_host()) + " P" + std::to_string(m.procs()) + " " + c.wire;
   if (!free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive" &&
       profile.has(beside)) {
     double alone = 0;
     for (const auto& e : buckets.at("elements")) alone += m.intra_alone(e.get<double>() * isz);
-    p.contention = std::max(profile.at(beside, "").at(c.mode).get<double>() - alone, -unhideable);
+    const nlohmann::json& added = profile.at(beside, "");
+    if (!added.contains(c.mode) || !added.at(c.mode).is_number()) {
+      throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + beside + "\" has no number \"" +
+                               c.mode + "\"");
+    }
+    p.contention = std::max(added.at(c.mode).get<double>() - alone, -unhideable);
   }
   p.step = p.dummy + unhideable + p.exposed + p.contention + p.straggle;
   p.efficiency = p.single / p.step;

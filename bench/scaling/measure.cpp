@@ -337,9 +337,8 @@ void measure_beside(const Workload& w, Profile& profile, const Layout& lay, cons
       b.optimizer->update([&] { return b.loss(); });
       wait();
     };
-    const std::vector<std::function<void()>> fns = {
-        [&] { beside_backward(flat); }, [&] { beside_backward(dummy); }, [&] { beside_step(flat); },
-        [&] { beside_step(dummy); }};
+    const std::vector<std::function<void()>> fns = {[&] { beside_backward(flat); }, [&] { beside_backward(dummy); },
+                                                    [&] { beside_step(flat); }, [&] { beside_step(dummy); }};
     for (const auto& fn : fns) {
       for (int i = 0; i < w.warmup; ++i) fn();
     }

@@ -10,9 +10,10 @@
 //       k ranks: the shared-memory allreduce of <wire> elements, MPI_Bcast and MPI_Allgatherv;
 //   "inter M<hosts> <link> <wire>": MPI_Allreduce among one rank per host, over the link named <link>;
 //   "beside k<k> P<procs> <wire>": {"overlap", "double_buffering"}: seconds that averaging the
-//       buckets through the flat communicator of the host's k ranks adds beside backward (all but the
-//       last bucket started as it begins) and beside a whole step, over the dummy communicator.
-// Each collective entry (not "beside") is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes, and its points.
+//       buckets through the flat communicator of the host's k ranks adds beside backward (each
+//       bucket started when its gradients are final) and beside a whole step, over the dummy one.
+// Each collective entry (not "beside") is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes,
+// and its points.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

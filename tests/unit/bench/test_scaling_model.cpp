@@ -130,6 +130,16 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   S::Config half = config(2, 1);
   half.wire = "float16";
   EXPECT_EQ(S::predict(prof, half).contention, 0);
+  // An entry without the mode's number is named.
+  prof.set("beside k2 P2 float32", {{"overlap", 2e-3}});
+  try {
+    S::predict(prof, config(2, 1, "flat", "double_buffering"));
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"beside k2 P2 float32\" has no number \"double_buffering\""),
+              std::string::npos)
+        << e.what();
+  }
   // With a free core the collectives hide instead.
   S::Config wide = config(2, 1);
   wide.cores = 8;
