@@ -16,6 +16,10 @@ std::string buckets_key(const std::string& model) {
   return "buckets " + model;
 }
 
+std::string beside_key(int per_host, int procs, const std::string& wire) {
+  return "beside k" + std::to_string(per_host) + " P" + std::to_string(procs) + " " + wire;
+}
+
 namespace {
 
 struct Cost {
@@ -268,8 +272,7 @@ Prediction predict(const Profile& profile, const Config& c) {
   }
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  const std::string beside =
-      "beside k" + std::to_string(m.per_host()) + " P" + std::to_string(m.procs()) + " " + c.wire;
+  const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
   if (!free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive" &&
       profile.has(beside)) {
     double alone = 0;

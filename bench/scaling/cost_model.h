@@ -81,5 +81,6 @@ Prediction predict(const Profile& profile, const Config& config);
 /// Profile keys, shared by measure and predict.
 std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
 std::string buckets_key(const std::string& model);
+std::string beside_key(int per_host, int procs, const std::string& wire);
 
 }  // namespace rensa_bench::scaling

@@ -300,16 +300,14 @@ class BucketLauncher final : public rensa::GradHook {
 // follow from the parts (the communication thread's wake-ups, each collective waiting for the other
 // ranks' threads to get a core, the cores taken from the computation; and, at more ranks than
 // cores, the idle time it fills).
-void measure_beside(const Workload& w, Profile& profile, const Layout& lay, const nlohmann::json& buckets) {
+void measure_beside(const Workload& w, Profile& profile, const Layout& lay) {
   Built b = build(w);
   b.optimizer->setup(*b.model);
-  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.size) + " ";
+  const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
   std::vector<rensa::Array> grads;
-  for (const auto& e : buckets.at("elements")) grads.push_back(rensa::Array::zeros({e.get<int64_t>()}));
+  for (const auto& bucket : plan) grads.push_back(rensa::Array::zeros({bucket.elements}));
   const std::size_t n = grads.size();
   std::vector<rensa::mn::Communicator::Request> requests(n);
-  const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
-  if (plan.size() != n) throw std::runtime_error("bench_scaling_model: the bucket plan changed while measuring");
   const auto launcher = std::make_shared<BucketLauncher>(plan);
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.add_grad_hook(launcher);
@@ -351,8 +349,9 @@ void measure_beside(const Workload& w, Profile& profile, const Layout& lay, cons
     }
     std::sort(overlap.begin(), overlap.end());
     std::sort(double_buffering.begin(), double_buffering.end());
-    profile.set("beside" + tail + wire, {{"overlap", overlap[overlap.size() / 2]},
-                                         {"double_buffering", double_buffering[double_buffering.size() / 2]}});
+    profile.set(beside_key(lay.k, lay.size, wire),
+                {{"overlap", overlap[overlap.size() / 2]},
+                 {"double_buffering", double_buffering[double_buffering.size() / 2]}});
   }
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.remove_grad_hook(launcher.get());
@@ -399,7 +398,7 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
   const nlohmann::json buckets = profile.at(buckets_key(w.model), "");  // every rank set it
   if (lay.k > 1) {
     measure_intra(profile, lay, buckets);
-    measure_beside(w, profile, lay, buckets);
+    measure_beside(w, profile, lay);
   }
   if (lay.hosts > 1) {
     if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
