@@ -89,16 +89,17 @@ double timed(const std::function<void()>& fn, int steps, int warmup, int repeats
   return times[times.size() / 2];
 }
 
-// Seconds per collective: as many calls as fill about `seconds`, agreed on by the ranks of `comm`.
-// With `gap`, each call follows an idle pause that long (training's compute between its collectives:
-// TCP paces and sizes its window differently after idling) and only the calls are timed.
+// Seconds per collective: the median over 3 repeats of the mean of calls_per_repeat calls, agreed on
+// by the ranks of `comm`. With `gap`, each call follows an idle pause that long (training's compute
+// between its collectives: TCP paces and sizes its window differently after idling) and only the
+// calls are timed.
 double timed_collective(const std::function<void()>& fn, MPI_Comm comm, double gap = 0, double seconds = 0.1) {
   fn();
   double t0 = MPI_Wtime();
   fn();
   double one = MPI_Wtime() - t0;
   MPI_Allreduce(MPI_IN_PLACE, &one, 1, MPI_DOUBLE, MPI_MAX, comm);
-  const int iters = std::max(1, static_cast<int>(seconds / std::max(one + gap, 1e-7)));
+  const int iters = calls_per_repeat(one, gap, seconds);
   if (gap <= 0) return timed(fn, iters, 0, 3, comm);
   std::vector<double> times;
   for (int r = 0; r < 3; ++r) {

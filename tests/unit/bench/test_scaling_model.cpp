@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/scaling/cost_model.h"
+#include "bench/scaling/measure.h"
 #include "bench/scaling/profile.h"
 
 namespace S = rensa_bench::scaling;
@@ -303,4 +304,15 @@ TEST(ScalingModel, MedianOfProfilesTakesEachNumberApart) {
   refused(missing, "entries");
   EXPECT_THROW(S::median_profile({}), std::runtime_error);
   for (int i = 0; i < 3; ++i) std::remove((dir + "median_" + std::to_string(i) + ".json").c_str());
+}
+
+// Regression: a collective slower than the window was timed once per repeat, so the profile held
+// the median of single calls, below the mean a step pays where a few calls take much longer.
+TEST(ScalingModel, EachRepeatAveragesSeveralCallsOfASlowCollective) {
+  EXPECT_EQ(S::calls_per_repeat(0.090, 0.020, 0.1), S::kMinCollectiveCalls);  // 7 MB over 1 Gbit/s
+  EXPECT_EQ(S::calls_per_repeat(0.5, 0, 0.1), S::kMinCollectiveCalls);
+  EXPECT_GE(S::kMinCollectiveCalls, 5);
+  EXPECT_EQ(S::calls_per_repeat(1.0 / 1024, 0, 0.125), 128);  // fast ones fill the window
+  EXPECT_EQ(S::calls_per_repeat(1.0 / 128, 1.0 / 128, 0.125), 8);
+  EXPECT_EQ(S::calls_per_repeat(0, 0, 0.1), 1000000);
 }
