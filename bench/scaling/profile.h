@@ -13,7 +13,7 @@
 //       buckets through the flat communicator of the host's k ranks adds beside backward (each
 //       bucket started when its gradients are final) and beside a whole step, over the dummy one.
 // Each collective entry (not "beside") is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes,
-// and its points.
+// and its points, each the median over 3 repeats of the mean of at least 5 calls (calls_per_repeat).
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

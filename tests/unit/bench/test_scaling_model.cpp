@@ -314,5 +314,5 @@ TEST(ScalingModel, EachRepeatAveragesSeveralCallsOfASlowCollective) {
   EXPECT_GE(S::kMinCollectiveCalls, 5);
   EXPECT_EQ(S::calls_per_repeat(1.0 / 1024, 0, 0.125), 128);  // fast ones fill the window
   EXPECT_EQ(S::calls_per_repeat(1.0 / 128, 1.0 / 128, 0.125), 8);
-  EXPECT_EQ(S::calls_per_repeat(0, 0, 0.1), 1000000);
+  EXPECT_GT(S::calls_per_repeat(0, 0, 0.1), 100000);  // a call too fast to time: bounded, no division by 0
 }
