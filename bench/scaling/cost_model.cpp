@@ -20,6 +20,10 @@ std::string beside_key(int per_host, int procs, const std::string& wire) {
   return "beside k" + std::to_string(per_host) + " P" + std::to_string(procs) + " " + wire;
 }
 
+std::string beside_link_key(int hosts, const std::string& link, const std::string& wire) {
+  return "beside M" + std::to_string(hosts) + " " + link + " " + wire;
+}
+
 namespace {
 
 struct Cost {
@@ -119,6 +123,9 @@ class Model {
 
   // The host's shared-memory allreduce of `bytes` alone (0 with one rank per host).
   double intra_alone(double bytes) const { return intra("intra", bytes); }
+  // The measured 2-host allreduce of `bytes` alone (0 without a measured link).
+  double link_alone(double bytes) const { return link_fit_ ? cost_at(*link_fit_, bytes) : 0; }
+  bool link_measured() const { return link_fit_ != nullptr; }
   const std::string& hint() const { return hint_; }
   int procs() const { return procs_; }
   int per_host() const { return k_; }
@@ -221,7 +228,9 @@ Prediction predict(const Profile& profile, const Config& c) {
   std::vector<double> sizes;
   if (c.communicator == "naive") {
     for (const auto& e : buckets.at("params")) sizes.push_back(e.get<double>() * isz);
-  } else if (c.mode == "no_overlap") {
+  } else if (c.mode != "overlap") {
+    // Without overlap the stage averages every gradient in one collective, after backward; double
+    // buffering too (only with overlap as well does it start buckets during backward).
     double total = 0;
     for (const auto& e : buckets.at("elements")) total += e.get<double>();
     sizes.push_back(total * isz);
@@ -246,8 +255,8 @@ Prediction predict(const Profile& profile, const Config& c) {
   if (c.mode == "overlap" && c.communicator != "naive") hidden_window = d.at("backward").get<double>();
   if (c.mode == "double_buffering") hidden_window = p.dummy;
   // What may run beside the computation: everything with a core to spare; else only what an
-  // offloading link moves by itself (TCP needs the communication thread on a core to keep the
-  // link busy, and without a free core it gets none while the computation runs).
+  // offloading link moves by itself. TCP needs the communication thread on a core to keep the link
+  // busy: without a free core, what it costs beside the computation is the measured contention.
   double hideable = 0, unhideable = total.cpu + total.wire, tail = 0;
   if (free_core) {
     hideable = total.cpu + total.wire;
@@ -272,17 +281,30 @@ Prediction predict(const Profile& profile, const Config& c) {
   }
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
-  if (!free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive" &&
-      profile.has(beside)) {
+  // The same across hosts, from the entry measured over the link with one rank on each of 2 hosts.
+  const bool beside_applies =
+      !free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive";
+  const auto added_beside = [&](const std::string& key, double (Model::*alone_of)(double) const) {
     double alone = 0;
-    for (const auto& e : buckets.at("elements")) alone += m.intra_alone(e.get<double>() * isz);
-    const nlohmann::json& added = profile.at(beside, "");
+    for (const double bytes : sizes) alone += (m.*alone_of)(bytes);
+    const nlohmann::json& added = profile.at(key, "");
     if (!added.contains(c.mode) || !added.at(c.mode).is_number()) {
-      throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + beside + "\" has no number \"" +
+      throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + key + "\" has no number \"" +
                                c.mode + "\"");
     }
-    p.contention = std::max(added.at(c.mode).get<double>() - alone, -unhideable);
+    return added.at(c.mode).get<double>() - alone;
+  };
+  const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
+  if (beside_applies && profile.has(beside)) p.contention = added_beside(beside, &Model::intra_alone);
+  const std::string beside_link = c.hosts > 1 ? beside_link_key(2, c.link, c.wire) : "";
+  if (beside_applies && m.link_measured() && profile.has(beside_link)) {
+    p.contention_link = added_beside(beside_link, &Model::link_alone);
+    p.contention += p.contention_link;
+  }
+  // It can at most hide the collectives; the link's part is what is left beside the host's.
+  if (p.contention < -unhideable) {
+    p.contention_link -= p.contention + unhideable;
+    p.contention = -unhideable;
   }
   p.step = p.dummy + unhideable + p.exposed + p.contention + p.straggle;
   p.efficiency = p.single / p.step;

@@ -6,7 +6,8 @@
 //
 // D is the step with the dummy communicator at the host's load (P processes: it packs and unpacks
 // but sends nothing, so it holds the compute and every cost but the collectives). C is the sum over
-// the overlap buckets of the communicator's collectives, each alpha + beta * bytes:
+// the overlap buckets (without overlap, and with double buffering, one collective of every gradient,
+// as the stage runs them) of the communicator's collectives, each alpha + beta * bytes:
 //   flat            within a host: the shared-memory allreduce; across hosts: MPI's allreduce over N
 //                   ranks, 2 log2(N) alpha + 2 (N - 1) / N * S * beta (recursive halving and doubling;
 //                   the ring's 2 (N - 1) alpha when fewer), each link carrying the bandwidth term
@@ -23,14 +24,18 @@
 // and the bytes beyond the CPU-bound rate). Overlap hides communication behind backward, except the
 // last bucket's; double buffering behind the whole next step; but only when each rank has a core to
 // spare for its communication thread (then all of C), or the link moves the bytes itself (then
-// C_wire). Over TCP without a free core nothing hides: the thread that keeps the link busy gets no
-// core while the computation runs (the checks on this machine show it).
+// C_wire). Over TCP without a free core all of C is charged, and the contention below adds what the
+// collectives cost beside the computation instead (less, where the link moves what the socket
+// buffers hold while the thread waits for a core; more, where the link idles meanwhile).
 // Contention: without a free core, overlap and double buffering run the host's collectives beside
 // the computation, which costs more or less than running them alone (wake-ups, waiting for the
 // other ranks' threads to get a core, cores taken from the computation; at more ranks than cores,
 // idle time filled). The profile measures what the buckets' averaging adds beside backward and
 // beside a step ("beside" entries); the model adds that less the buckets' collectives alone, at
-// most taking all of C back.
+// most taking all of C back. Across hosts the same is measured over the link with one rank on each
+// of 2 hosts ("beside M2 LINK" entries; a link given by --link-alpha and --link-beta has none):
+// what the buckets' averaging adds there, less the 2-host collectives alone, is added as it is at
+// every host count, beside the host's own term.
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
 // E[max of N standard normals] / E[max of P] (independent, normally spread step times).
@@ -67,6 +72,7 @@ struct Prediction {
   double comm_wire = 0;   // C_wire
   double exposed = 0;     // the part of C_wire not hidden
   double contention = 0;  // without a free core: what the collectives add beside the computation, less alone
+  double contention_link = 0;  // the part of it measured over the link (included in contention)
   double straggle = 0;    // waiting for the slowest rank
   double step = 0;        // T
   double single = 0;      // one process alone, no stage
@@ -82,5 +88,6 @@ Prediction predict(const Profile& profile, const Config& config);
 std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
 std::string buckets_key(const std::string& model);
 std::string beside_key(int per_host, int procs, const std::string& wire);
+std::string beside_link_key(int hosts, const std::string& link, const std::string& wire);
 
 }  // namespace rensa_bench::scaling

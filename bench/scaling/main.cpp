@@ -146,10 +146,10 @@ int main(int argc, char** argv) {
       }
       std::printf(
           "%d ranks on %d hosts, %s, %s wire, %s: step %.2f ms (dummy %.2f, collectives %.2f cpu + %.2f wire, "
-          "%.2f exposed, contention %.2f, straggle %.2f), efficiency %.3f, of dummy %.3f\n",
+          "%.2f exposed, contention %.2f (link %.2f), straggle %.2f), efficiency %.3f, of dummy %.3f\n",
           n, c.hosts, c.communicator.c_str(), c.wire.c_str(), c.mode.c_str(), p.step * 1e3, p.dummy * 1e3,
-          p.comm_cpu * 1e3, p.comm_wire * 1e3, p.exposed * 1e3, p.contention * 1e3, p.straggle * 1e3, p.efficiency,
-          p.of_dummy);
+          p.comm_cpu * 1e3, p.comm_wire * 1e3, p.exposed * 1e3, p.contention * 1e3, p.contention_link * 1e3,
+          p.straggle * 1e3, p.efficiency, p.of_dummy);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_scaling_model: %s\n", e.what());

@@ -291,17 +291,19 @@ class BucketLauncher final : public rensa::GradHook {
   std::function<void(std::size_t)> launch_;
 };
 
-// What the buckets' averaging adds when it runs beside the computation, with the host's k ranks on
-// it: beside backward (overlap: each bucket starts when its gradients are final, as the multi-node
-// stage starts it) and beside a whole step (double buffering: started before it). Each through the
-// flat communicator of the k ranks less the same through the dummy one, so what the stage's own
-// work costs (packing, the thread's hand-offs) cancels, as it is in the dummy step already; paired
-// in each repeat, the median. The model compares it with what it charges for the same collectives
-// run alone (cost_model.cpp): without a free core the difference is not zero, and it does not
-// follow from the parts (the communication thread's wake-ups, each collective waiting for the other
-// ranks' threads to get a core, the cores taken from the computation; and, at more ranks than
-// cores, the idle time it fills).
-void measure_beside(const Workload& w, Profile& profile, const Layout& lay) {
+// What the buckets' averaging adds when it runs beside the computation, over `base` (the host's k
+// ranks, or one rank on each host across a link): beside backward (overlap: each bucket starts when
+// its gradients are final, as the multi-node stage starts it) and beside a whole step (double
+// buffering: every gradient in one collective, started before it). Each through the flat communicator of `base` less
+// the same through the dummy one, so what the stage's own work costs (packing, the thread's hand-offs) cancels, as it
+// is in the dummy step already; paired in each repeat, the median. The model compares it with what it charges for the
+// same collectives run alone (cost_model.cpp): without a free core the difference is not zero, and it does not follow
+// from the parts (the communication thread's wake-ups, each collective waiting for the other ranks' threads to get a
+// core, the cores taken from the computation; and, at more ranks than cores, the idle time it fills; over TCP, the link
+// idling while the thread waits for a core, or moving bytes from the socket buffers while it does not need one). Every
+// rank of the job calls it; `key` names the entry of each wire.
+void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
+                    const std::function<std::string(const std::string&)>& key) {
   Built b = build(w);
   b.optimizer->setup(*b.model);
   const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
@@ -315,8 +317,8 @@ void measure_beside(const Workload& w, Profile& profile, const Layout& lay) {
   }
   for (const std::string& wire : kWires) {
     const rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(wire)};
-    rensa::mn::Communicator flat = rensa::mn::create_communicator("flat", lay.intra, options);
-    rensa::mn::Communicator dummy = rensa::mn::create_communicator("dummy", lay.intra, options);
+    rensa::mn::Communicator flat = rensa::mn::create_communicator("flat", base, options);
+    rensa::mn::Communicator dummy = rensa::mn::create_communicator("dummy", base, options);
     const auto start = [&](rensa::mn::Communicator& comm, std::size_t from, std::size_t to) {
       for (std::size_t i = from; i < to; ++i) requests[i] = comm.start_mean_grad({grads[i]});
     };
@@ -331,8 +333,9 @@ void measure_beside(const Workload& w, Profile& profile, const Layout& lay) {
       launcher->finish();
       wait();
     };
+    // As the stage double-buffers without overlap: every gradient in one collective.
     const auto beside_step = [&](rensa::mn::Communicator& comm) {
-      start(comm, 0, n);
+      requests[0] = comm.start_mean_grad(grads);
       b.optimizer->update([&] { return b.loss(); });
       wait();
     };
@@ -350,9 +353,8 @@ void measure_beside(const Workload& w, Profile& profile, const Layout& lay) {
     }
     std::sort(overlap.begin(), overlap.end());
     std::sort(double_buffering.begin(), double_buffering.end());
-    profile.set(beside_key(lay.k, lay.size, wire),
-                {{"overlap", overlap[overlap.size() / 2]},
-                 {"double_buffering", double_buffering[double_buffering.size() / 2]}});
+    profile.set(key(wire), {{"overlap", overlap[overlap.size() / 2]},
+                            {"double_buffering", double_buffering[double_buffering.size() / 2]}});
   }
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.remove_grad_hook(launcher.get());
@@ -399,13 +401,15 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
   const nlohmann::json buckets = profile.at(buckets_key(w.model), "");  // every rank set it
   if (lay.k > 1) {
     measure_intra(profile, lay, buckets);
-    measure_beside(w, profile, lay);
+    measure_beside(w, profile, lay.intra, [&](const std::string& wire) { return beside_key(lay.k, lay.size, wire); });
   }
   if (lay.hosts > 1) {
     if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
     if (lay.k == 1) {
       const double gap = profile.at(compute_key(w.model, w.batch, w.threads, lay.size, "float32"), "").at("step");
-      if (lay.intra_rank == 0) measure_inter(profile, lay, link, buckets, gap);
+      measure_inter(profile, lay, link, buckets, gap);
+      measure_beside(w, profile, lay.leaders,
+                     [&](const std::string& wire) { return beside_link_key(lay.hosts, link, wire); });
     } else if (lay.rank == 0) {
       std::printf("inter-host entries are measured with one rank per host; skipped with %d\n", lay.k);
     }

@@ -11,7 +11,9 @@
 //   "inter M<hosts> <link> <wire>": MPI_Allreduce among one rank per host, over the link named <link>;
 //   "beside k<k> P<procs> <wire>": {"overlap", "double_buffering"}: seconds that averaging the
 //       buckets through the flat communicator of the host's k ranks adds beside backward (each
-//       bucket started when its gradients are final) and beside a whole step, over the dummy one.
+//       bucket started when its gradients are final) and beside a whole step (every gradient in one
+//       collective, as double buffering runs it), over the dummy one.
+//   "beside M2 <link> <wire>": the same over the link, with one rank on each of 2 hosts.
 // Each collective entry (not "beside") is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes,
 // and its points, each the median over 3 repeats of the mean of at least 5 calls (calls_per_repeat).
 #include <nlohmann/json.hpp>

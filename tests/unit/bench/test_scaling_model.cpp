@@ -82,16 +82,17 @@ TEST(ScalingModel, TwoHostsSplitTheLinkIntoCpuAndWireAndHideOnlyWhatCanRunBeside
   const double total = 2 * 100e-6 + 6e6 * 1e-9, cpu = 6e6 * 0.2e-9;
   EXPECT_NEAR(overlap.comm_cpu, cpu, 1e-12);
   EXPECT_NEAR(overlap.comm_wire, total - cpu, 1e-12);
-  // No core is free (2 processes on 2 cores) and TCP needs one to keep the link busy: nothing hides,
-  // whatever the mode.
-  for (const char* mode : {"overlap", "double_buffering"}) {
+  // No core is free (2 processes on 2 cores) and TCP needs one to keep the link busy: without a
+  // measured contention nothing hides, whatever the mode.
+  const S::Prediction tcp = S::predict(profile(), config(2, 2, "flat", "overlap"));
+  EXPECT_NEAR(tcp.exposed, 0, 1e-12);
+  EXPECT_NEAR(tcp.step, 10e-3 + total + 0.5e-3, 1e-12);
+  // Without overlap, and with double buffering, the gradients go in one collective: one latency.
+  for (const char* mode : {"no_overlap", "double_buffering"}) {
     const S::Prediction p = S::predict(profile(), config(2, 2, "flat", mode));
     EXPECT_NEAR(p.exposed, 0, 1e-12) << mode;
-    EXPECT_NEAR(p.step, 10e-3 + total + 0.5e-3, 1e-12) << mode;
+    EXPECT_NEAR(p.step, 10e-3 + 100e-6 + 6e6 * 1e-9 + 0.5e-3, 1e-12) << mode;
   }
-  // Without overlap the gradients go in one collective: one latency.
-  EXPECT_NEAR(S::predict(profile(), config(2, 2, "flat", "no_overlap")).step, 10e-3 + 100e-6 + 6e6 * 1e-9 + 0.5e-3,
-              1e-12);
   // A link that moves the bytes itself: its wire time hides behind backward (4 ms), except the last
   // bucket's; behind the whole step (10 ms) with double buffering.
   S::Config rdma = config(2, 2);
@@ -118,9 +119,11 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   const double alone = 20e-6 + 6e-4;  // the two buckets' shared-memory allreduce alone
   const S::Prediction o = S::predict(prof, config(2, 1));
   EXPECT_NEAR(o.contention, 2e-3 - alone, 1e-12);
+  EXPECT_EQ(o.contention_link, 0);                    // one host
   EXPECT_NEAR(o.step, 10e-3 + 2e-3 + 0.5e-3, 1e-12);  // D, then what beside backward added
+  // Double buffering averages every gradient in one collective: one latency alone.
   const S::Prediction db = S::predict(prof, config(2, 1, "flat", "double_buffering"));
-  EXPECT_NEAR(db.contention, 0.3e-3 - alone, 1e-12);
+  EXPECT_NEAR(db.contention, 0.3e-3 - (10e-6 + 6e-4), 1e-12);
   EXPECT_NEAR(db.step, 10e-3 + 0.3e-3 + 0.5e-3, 1e-12);
   // It can at most hide the collectives.
   prof.set("beside k2 P2 float32", {{"overlap", 2e-3}, {"double_buffering", -1e-3}});
@@ -147,6 +150,66 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   const S::Prediction w = S::predict(prof, wide);
   EXPECT_EQ(w.contention, 0);
   EXPECT_NEAR(w.step, 10e-3 + 10e-6 + 2e6 * 1e-10 + 0.5e-3, 1e-12);  // the last bucket's, after backward
+}
+
+TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWasMeasured) {
+  S::Profile prof = profile();
+  // Over the link, one rank on each of 2 hosts: averaging the buckets adds 3 ms beside backward and
+  // 2 ms beside a step, where alone they cost 2 * 100 us + 6e6 * 1 ns (buckets) or 100 us + 6e6 * 1 ns
+  // (one collective).
+  prof.set(S::beside_link_key(2, "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
+  const double buckets = 2 * 100e-6 + 6e6 * 1e-9, one = 100e-6 + 6e6 * 1e-9;
+  const S::Prediction o = S::predict(prof, config(2, 2));
+  EXPECT_NEAR(o.contention_link, 3e-3 - buckets, 1e-12);
+  EXPECT_NEAR(o.contention, o.contention_link, 1e-12);
+  EXPECT_NEAR(o.step, 10e-3 + 3e-3 + 0.5e-3, 1e-12);  // D, then what beside backward added
+  const S::Prediction db = S::predict(prof, config(2, 2, "flat", "double_buffering"));
+  EXPECT_NEAR(db.contention_link, 2e-3 - one, 1e-12);
+  EXPECT_NEAR(db.step, 10e-3 + 2e-3 + 0.5e-3, 1e-12);
+  // Beside the host's own term, at 2 ranks per host (4 processes on 2 cores): both are added.
+  prof.set("beside k2 P4 float32", {{"overlap", 1e-3}, {"double_buffering", 1e-3}});
+  for (const char* wire : {"float32", "float16"}) {
+    prof.set(S::compute_key("mlp", 100, 1, 4, wire),
+             {{"forward", 3e-3}, {"backward", 4e-3}, {"update", 3e-3}, {"step", 10e-3}, {"straggle", 0.5e-3}});
+  }
+  prof.set("intra k2 P4 float32", line(10e-6, 1e-10));
+  prof.set("allgather k2 P4", line(5e-6, 1e-10));
+  S::Config four = config(4, 2);
+  four.machine_procs = 4;
+  const S::Prediction f = S::predict(prof, four);
+  EXPECT_NEAR(f.contention_link, 3e-3 - buckets, 1e-12);
+  EXPECT_NEAR(f.contention - f.contention_link, 1e-3 - (20e-6 + 6e-4), 1e-12);
+  // It can at most hide the collectives: the link's part is what is left beside the host's.
+  prof.set(S::beside_link_key(2, "slow", "float32"), {{"overlap", -1.0}, {"double_buffering", 2e-3}});
+  const S::Prediction hid = S::predict(prof, config(2, 2));
+  EXPECT_NEAR(hid.step, 10e-3 + 0.5e-3, 1e-12);
+  EXPECT_NEAR(hid.contention_link, -buckets, 1e-12);
+  // Not without overlap, not with a free core, not for another link or wire, not for a link given
+  // by its alpha and beta.
+  prof.set(S::beside_link_key(2, "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
+  EXPECT_EQ(S::predict(prof, config(2, 2, "flat", "no_overlap")).contention_link, 0);
+  S::Config wide = config(2, 2);
+  wide.cores = 8;
+  EXPECT_EQ(S::predict(prof, wide).contention_link, 0);
+  S::Config half = config(2, 2);
+  half.wire = "float16";
+  prof.set("inter M2 slow float16", line(100e-6, 1e-9));
+  EXPECT_EQ(S::predict(prof, half).contention_link, 0);
+  S::Config given = config(2, 2);
+  given.link = "";
+  given.link_alpha = 50e-6;
+  given.link_beta = 1e-9;
+  EXPECT_EQ(S::predict(prof, given).contention_link, 0);
+  // An entry without the mode's number is named.
+  prof.set(S::beside_link_key(2, "slow", "float32"), {{"overlap", 3e-3}});
+  try {
+    S::predict(prof, config(2, 2, "flat", "double_buffering"));
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"beside M2 slow float32\" has no number \"double_buffering\""),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
