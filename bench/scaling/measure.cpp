@@ -294,14 +294,15 @@ class BucketLauncher final : public rensa::GradHook {
 // What the buckets' averaging adds when it runs beside the computation, over `base` (the host's k
 // ranks, or one rank on each host across a link): beside backward (overlap: each bucket starts when
 // its gradients are final, as the multi-node stage starts it) and beside a whole step (double
-// buffering: every gradient in one collective, started before it). Each through the flat communicator of `base` less
-// the same through the dummy one, so what the stage's own work costs (packing, the thread's hand-offs) cancels, as it
-// is in the dummy step already; paired in each repeat, the median. The model compares it with what it charges for the
-// same collectives run alone (cost_model.cpp): without a free core the difference is not zero, and it does not follow
-// from the parts (the communication thread's wake-ups, each collective waiting for the other ranks' threads to get a
-// core, the cores taken from the computation; and, at more ranks than cores, the idle time it fills; over TCP, the link
-// idling while the thread waits for a core, or moving bytes from the socket buffers while it does not need one). Every
-// rank of the job calls it; `key` names the entry of each wire.
+// buffering: every gradient in one collective, started before it). Each through the flat
+// communicator of `base` less the same through the dummy one, so what the stage's own work costs
+// (packing, the thread's hand-offs) cancels, as it is in the dummy step already; paired in each
+// repeat, the median. The model compares it with what it charges for the same collectives run
+// alone (cost_model.cpp): without a free core the difference is not zero, and it does not follow
+// from the parts (the communication thread's wake-ups, each collective waiting for the other ranks'
+// threads to get a core, the cores taken from the computation; at more ranks than cores, the idle
+// time it fills; over TCP, the link idling while the thread waits for a core, or moving what the
+// socket buffers hold meanwhile). Every rank of the job calls it; `key` names each wire's entry.
 void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
                     const std::function<std::string(const std::string&)>& key) {
   Built b = build(w);
@@ -335,9 +336,9 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
     };
     // As the stage double-buffers without overlap: every gradient in one collective.
     const auto beside_step = [&](rensa::mn::Communicator& comm) {
-      requests[0] = comm.start_mean_grad(grads);
+      rensa::mn::Communicator::Request all = comm.start_mean_grad(grads);
       b.optimizer->update([&] { return b.loss(); });
-      wait();
+      all.wait();
     };
     const std::vector<std::function<void()>> fns = {[&] { beside_backward(flat); }, [&] { beside_backward(dummy); },
                                                     [&] { beside_step(flat); }, [&] { beside_step(dummy); }};
