@@ -54,6 +54,17 @@ S::Config config(int ranks, int hosts, const std::string& communicator = "flat",
   return c;
 }
 
+// predict fails naming the contention entry `key` that lacks double buffering's number.
+void expect_named(const S::Profile& prof, const S::Config& c, const std::string& key) {
+  try {
+    S::predict(prof, c);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"" + key + "\" has no number \"double_buffering\""), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 
 TEST(ScalingModel, OneHostAddsTheSharedMemoryReductionAndTheStraggle) {
@@ -136,14 +147,7 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   EXPECT_EQ(S::predict(prof, half).contention, 0);
   // An entry without the mode's number is named.
   prof.set("beside k2 P2 float32", {{"overlap", 2e-3}});
-  try {
-    S::predict(prof, config(2, 1, "flat", "double_buffering"));
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("\"beside k2 P2 float32\" has no number \"double_buffering\""),
-              std::string::npos)
-        << e.what();
-  }
+  expect_named(prof, config(2, 1, "flat", "double_buffering"), "beside k2 P2 float32");
   // With a free core the collectives hide instead.
   S::Config wide = config(2, 1);
   wide.cores = 8;
@@ -202,14 +206,7 @@ TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWas
   EXPECT_EQ(S::predict(prof, given).contention_link, 0);
   // An entry without the mode's number is named.
   prof.set(S::beside_link_key(2, "slow", "float32"), {{"overlap", 3e-3}});
-  try {
-    S::predict(prof, config(2, 2, "flat", "double_buffering"));
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("\"beside M2 slow float32\" has no number \"double_buffering\""),
-              std::string::npos)
-        << e.what();
-  }
+  expect_named(prof, config(2, 2, "flat", "double_buffering"), "beside M2 slow float32");
 }
 
 TEST(ScalingModel, ManyHostsFollowTheRingAndTheStraggleGrows) {
