@@ -310,8 +310,7 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
   const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
   std::vector<rensa::Array> grads;
   for (const auto& bucket : plan) grads.push_back(rensa::Array::zeros({bucket.elements}));
-  const std::size_t n = grads.size();
-  std::vector<rensa::mn::Communicator::Request> requests(n);
+  std::vector<rensa::mn::Communicator::Request> requests(grads.size());
   const auto launcher = std::make_shared<BucketLauncher>(plan);
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.add_grad_hook(launcher);
@@ -320,19 +319,13 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
     const rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(wire)};
     rensa::mn::Communicator flat = rensa::mn::create_communicator("flat", base, options);
     rensa::mn::Communicator dummy = rensa::mn::create_communicator("dummy", base, options);
-    const auto start = [&](rensa::mn::Communicator& comm, std::size_t from, std::size_t to) {
-      for (std::size_t i = from; i < to; ++i) requests[i] = comm.start_mean_grad({grads[i]});
-    };
-    const auto wait = [&] {
-      for (auto& r : requests) r.wait();
-    };
     const auto beside_backward = [&](rensa::mn::Communicator& comm) {
       b.model->cleargrads();
       rensa::Variable loss = b.loss();
-      launcher->arm([&](std::size_t i) { start(comm, i, i + 1); });
+      launcher->arm([&](std::size_t i) { requests[i] = comm.start_mean_grad({grads[i]}); });
       loss.backward();
       launcher->finish();
-      wait();
+      for (auto& r : requests) r.wait();
     };
     // As the stage double-buffers without overlap: every gradient in one collective.
     const auto beside_step = [&](rensa::mn::Communicator& comm) {
