@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -20,8 +21,10 @@ std::string beside_key(int per_host, int procs, const std::string& wire) {
   return "beside k" + std::to_string(per_host) + " P" + std::to_string(procs) + " " + wire;
 }
 
-std::string beside_link_key(int hosts, const std::string& link, const std::string& wire) {
-  return "beside M" + std::to_string(hosts) + " " + link + " " + wire;
+std::string beside_link_key(int hosts, int per_host, int procs, const std::string& link, const std::string& wire) {
+  std::string key = "beside M" + std::to_string(hosts) + " ";
+  if (per_host > 1) key += "k" + std::to_string(per_host) + " P" + std::to_string(procs) + " ";
+  return key + link + " " + wire;
 }
 
 namespace {
@@ -281,12 +284,12 @@ Prediction predict(const Profile& profile, const Config& c) {
   }
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  // The same across hosts, from the entry measured over the link with one rank on each of 2 hosts.
+  // The same across hosts, from the entry measured over the link at 2 hosts.
   const bool beside_applies =
       !free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive";
-  const auto added_beside = [&](const std::string& key, double (Model::*alone_of)(double) const) {
+  const auto added_beside = [&](const std::string& key, const std::function<double(double)>& alone_of) {
     double alone = 0;
-    for (const double bytes : sizes) alone += (m.*alone_of)(bytes);
+    for (const double bytes : sizes) alone += alone_of(bytes);
     const nlohmann::json& added = profile.at(key, "");
     if (!added.contains(c.mode) || !added.at(c.mode).is_number()) {
       throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + key + "\" has no number \"" +
@@ -295,11 +298,31 @@ Prediction predict(const Profile& profile, const Config& c) {
     return added.at(c.mode).get<double>() - alone;
   };
   const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
-  if (beside_applies && profile.has(beside)) p.contention = added_beside(beside, &Model::intra_alone);
-  const std::string beside_link = c.hosts > 1 ? beside_link_key(2, c.link, c.wire) : "";
-  if (beside_applies && m.link_measured() && profile.has(beside_link)) {
-    p.contention_link = added_beside(beside_link, &Model::link_alone);
-    p.contention += p.contention_link;
+  const std::string beside_link =
+      c.hosts > 1 ? beside_link_key(2, m.per_host(), m.procs(), c.link, c.wire) : "";
+  if (beside_applies && m.link_measured() && m.per_host() > 1 && profile.has(beside_link)) {
+    // Measured at the host's load over every rank of 2 hosts: the host's part and the link's
+    // together, less flat's collectives alone there.
+    Config pair = c;
+    pair.ranks = 2 * m.per_host();
+    pair.hosts = 2;
+    pair.communicator = "flat";
+    const Model flat_pair(profile, pair);
+    p.contention_link = added_beside(beside_link, [&](double bytes) {
+      const Cost alone = flat_pair.bucket(bytes);
+      return alone.cpu + alone.wire;
+    });
+    p.contention = p.contention_link;
+  } else {
+    if (beside_applies && profile.has(beside)) {
+      p.contention = added_beside(beside, [&](double bytes) { return m.intra_alone(bytes); });
+    }
+    // Hosts of K > 1 without their own entry: the one of hosts of one rank, beside the host's.
+    const std::string single_link = c.hosts > 1 ? beside_link_key(2, 1, 2, c.link, c.wire) : "";
+    if (beside_applies && m.link_measured() && profile.has(single_link)) {
+      p.contention_link = added_beside(single_link, [&](double bytes) { return m.link_alone(bytes); });
+      p.contention += p.contention_link;
+    }
   }
   // It can at most hide the collectives; the link's part is what is left beside the host's.
   if (p.contention < -unhideable) {

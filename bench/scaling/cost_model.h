@@ -88,6 +88,7 @@ Prediction predict(const Profile& profile, const Config& config);
 std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
 std::string buckets_key(const std::string& model);
 std::string beside_key(int per_host, int procs, const std::string& wire);
-std::string beside_link_key(int hosts, const std::string& link, const std::string& wire);
+// "beside M2 LINK WIRE" for hosts of one rank (procs unused); "beside M2 kK PP LINK WIRE" for K > 1.
+std::string beside_link_key(int hosts, int per_host, int procs, const std::string& link, const std::string& wire);
 
 }  // namespace rensa_bench::scaling

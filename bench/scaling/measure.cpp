@@ -403,9 +403,12 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
       const double gap = profile.at(compute_key(w.model, w.batch, w.threads, lay.size, "float32"), "").at("step");
       measure_inter(profile, lay, link, buckets, gap);
       measure_beside(w, profile, lay.leaders,
-                     [&](const std::string& wire) { return beside_link_key(lay.hosts, link, wire); });
-    } else if (lay.rank == 0) {
-      std::printf("inter-host entries are measured with one rank per host; skipped with %d\n", lay.k);
+                     [&](const std::string& wire) { return beside_link_key(lay.hosts, 1, lay.size, link, wire); });
+    } else {
+      // The link's fits need one rank per host; what the collectives add beside the computation is
+      // measured at this load too, over every rank (the host's part and the link's together).
+      measure_beside(w, profile, MPI_COMM_WORLD,
+                     [&](const std::string& wire) { return beside_link_key(lay.hosts, lay.k, lay.size, link, wire); });
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);
