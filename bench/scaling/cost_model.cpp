@@ -17,13 +17,25 @@ std::string buckets_key(const std::string& model) {
   return "buckets " + model;
 }
 
+namespace {
+// "kK PP": K ranks per host, P processes on the machine.
+std::string load(int per_host, int procs) {
+  std::string s = "k";
+  s += std::to_string(per_host);
+  s += " P";
+  s += std::to_string(procs);
+  return s;
+}
+}  // namespace
+
 std::string beside_key(int per_host, int procs, const std::string& wire) {
-  return "beside k" + std::to_string(per_host) + " P" + std::to_string(procs) + " " + wire;
+  return "beside " + load(per_host, procs) + " " + wire;
 }
 
-std::string beside_link_key(int hosts, int per_host, int procs, const std::string& link, const std::string& wire) {
+std::string beside_link_key(int hosts, int per_host, int procs, const std::string& communicator,
+                            const std::string& link, const std::string& wire) {
   std::string key = "beside M" + std::to_string(hosts) + " ";
-  if (per_host > 1) key += "k" + std::to_string(per_host) + " P" + std::to_string(procs) + " ";
+  if (per_host > 1) key += load(per_host, procs) + " " + communicator + " ";
   return key + link + " " + wire;
 }
 
@@ -299,17 +311,16 @@ Prediction predict(const Profile& profile, const Config& c) {
   };
   const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
   const std::string beside_link =
-      c.hosts > 1 ? beside_link_key(2, m.per_host(), m.procs(), c.link, c.wire) : "";
+      c.hosts > 1 ? beside_link_key(2, m.per_host(), m.procs(), c.communicator, c.link, c.wire) : "";
   if (beside_applies && m.link_measured() && m.per_host() > 1 && profile.has(beside_link)) {
-    // Measured at the host's load over every rank of 2 hosts: the host's part and the link's
-    // together, less flat's collectives alone there.
+    // Measured at the host's load over every rank of 2 hosts through this communicator: the host's
+    // part and the link's together, less its collectives alone there.
     Config pair = c;
     pair.ranks = 2 * m.per_host();
     pair.hosts = 2;
-    pair.communicator = "flat";
-    const Model flat_pair(profile, pair);
+    const Model at_two(profile, pair);
     p.contention_link = added_beside(beside_link, [&](double bytes) {
-      const Cost alone = flat_pair.bucket(bytes);
+      const Cost alone = at_two.bucket(bytes);
       return alone.cpu + alone.wire;
     });
     p.contention = p.contention_link;
@@ -318,7 +329,7 @@ Prediction predict(const Profile& profile, const Config& c) {
       p.contention = added_beside(beside, [&](double bytes) { return m.intra_alone(bytes); });
     }
     // Hosts of K > 1 without their own entry: the one of hosts of one rank, beside the host's.
-    const std::string single_link = c.hosts > 1 ? beside_link_key(2, 1, 2, c.link, c.wire) : "";
+    const std::string single_link = c.hosts > 1 ? beside_link_key(2, 1, 2, "flat", c.link, c.wire) : "";
     if (beside_applies && m.link_measured() && profile.has(single_link)) {
       p.contention_link = added_beside(single_link, [&](double bytes) { return m.link_alone(bytes); });
       p.contention += p.contention_link;

@@ -35,7 +35,9 @@
 // most taking all of C back. Across hosts the same is measured over the link with one rank on each
 // of 2 hosts ("beside M2 LINK" entries; a link given by --link-alpha and --link-beta has none):
 // what the buckets' averaging adds there, less the 2-host collectives alone, is added as it is at
-// every host count, beside the host's own term.
+// every host count, beside the host's own term. Measured with K ranks on each of 2 hosts ("beside M2
+// kK PP COMMUNICATOR LINK" entries, through each communicator over the 2K ranks), it replaces both
+// terms at that K and P: it less the communicator's collectives alone over the 2 hosts.
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
 // E[max of N standard normals] / E[max of P] (independent, normally spread step times).
@@ -88,7 +90,9 @@ Prediction predict(const Profile& profile, const Config& config);
 std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
 std::string buckets_key(const std::string& model);
 std::string beside_key(int per_host, int procs, const std::string& wire);
-// "beside M2 LINK WIRE" for hosts of one rank (procs unused); "beside M2 kK PP LINK WIRE" for K > 1.
-std::string beside_link_key(int hosts, int per_host, int procs, const std::string& link, const std::string& wire);
+// "beside M2 LINK WIRE" for hosts of one rank (flat; procs and communicator unused), "beside M2 kK PP
+// COMMUNICATOR LINK WIRE" for K > 1.
+std::string beside_link_key(int hosts, int per_host, int procs, const std::string& communicator,
+                            const std::string& link, const std::string& wire);
 
 }  // namespace rensa_bench::scaling

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -146,9 +147,41 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// This machine's identity: the kernel's boot id, the same in every network and host-name namespace
+// on it (the simulated hosts of scripts/netns-cluster), different on another machine.
+std::string machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (in >> id) return id;
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  return std::string(name, static_cast<std::size_t>(len));
+}
+
+// The ranks of the job on this machine: what shares its cores, whether MPI sees one host or several.
+int procs_on_this_machine() {
+  constexpr std::size_t kLen = 64;
+  std::string id = machine_id();
+  id.resize(kLen, '\0');
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<char> all(kLen * static_cast<std::size_t>(size));
+  MPI_Allgather(id.data(), static_cast<int>(kLen), MPI_CHAR, all.data(), static_cast<int>(kLen), MPI_CHAR,
+                MPI_COMM_WORLD);
+  int same = 0;
+  for (int r = 0; r < size; ++r) {
+    same += std::equal(id.begin(), id.end(), all.begin() + static_cast<std::ptrdiff_t>(kLen) * r) ? 1 : 0;
+  }
+  return same;
+}
+
+// The job's ranks by host as MPI sees them (K per host, M hosts), and P, the processes on this
+// machine: K on hosts of their own, all of them on simulated hosts. The profile's keys hold P, the
+// load the compute and the host's collectives were measured at.
 struct Layout {
   MPI_Comm intra = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-  int rank = 0, size = 1, k = 1, hosts = 1, intra_rank = 0;
+  int rank = 0, size = 1, k = 1, hosts = 1, intra_rank = 0, procs = 1;
   Layout() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -159,6 +192,7 @@ struct Layout {
     int leader = intra_rank == 0 ? 1 : 0;
     MPI_Allreduce(&leader, &hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (hosts * k != size) throw std::runtime_error("bench_scaling_model: hosts hold different numbers of ranks");
+    procs = procs_on_this_machine();
   }
   ~Layout() {
     if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
@@ -179,7 +213,7 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
   });
   const double step = timing([&] { plain.optimizer->update([&] { return plain.loss(); }); });
   const double backward = forward_backward - forward;
-  profile.set(compute_key(w.model, w.batch, w.threads, lay.size, "none"),
+  profile.set(compute_key(w.model, w.batch, w.threads, lay.procs, "none"),
               {{"forward", forward}, {"backward", backward}, {"update", step - forward_backward}, {"step", step}});
   for (const std::string& wire : kWires) {
     Built b = build(w);
@@ -202,7 +236,7 @@ void measure_compute(const Workload& w, Profile& profile, const Layout& lay) {
     std::sort(steps.begin(), steps.end());
     std::sort(waits.begin(), waits.end());
     const double s = steps[steps.size() / 2];
-    profile.set(compute_key(w.model, w.batch, w.threads, lay.size, wire),
+    profile.set(compute_key(w.model, w.batch, w.threads, lay.procs, wire),
                 {{"forward", forward},
                  {"backward", backward},
                  {"update", s - forward_backward},
@@ -223,7 +257,7 @@ void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& bu
   rensa::mn::detail::ShmAllreduce shm;
   if (!shm.init(lay.intra)) throw std::runtime_error("bench_scaling_model: the shared-memory segment cannot be mapped");
   std::vector<char> buf(static_cast<std::size_t>(std::max(kLadder.back(), sizes_for(buckets, "float32").back())));
-  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.size);
+  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.procs);
   for (const std::string& wire : kWires) {
     const rensa::Dtype dt = rensa::dtype_from_name(wire);
     std::vector<std::pair<double, double>> pts;
@@ -292,19 +326,19 @@ class BucketLauncher final : public rensa::GradHook {
 };
 
 // What the buckets' averaging adds when it runs beside the computation, over `base` (the host's k
-// ranks, or one rank on each host across a link): beside backward (overlap: each bucket starts when
+// ranks, or every rank of 2 hosts across a link): beside backward (overlap: each bucket starts when
 // its gradients are final, as the multi-node stage starts it) and beside a whole step (double
-// buffering: every gradient in one collective, started before it). Each through the flat
-// communicator of `base` less the same through the dummy one, so what the stage's own work costs
+// buffering: every gradient in one collective, started before it). Each through each communicator
+// of `names` over `base` less the same through the dummy one, so what the stage's own work costs
 // (packing, the thread's hand-offs) cancels, as it is in the dummy step already; paired in each
 // repeat, the median. The model compares it with what it charges for the same collectives run
 // alone (cost_model.cpp): without a free core the difference is not zero, and it does not follow
 // from the parts (the communication thread's wake-ups, each collective waiting for the other ranks'
 // threads to get a core, the cores taken from the computation; at more ranks than cores, the idle
 // time it fills; over TCP, the link idling while the thread waits for a core, or moving what the
-// socket buffers hold meanwhile). Every rank of the job calls it; `key` names each wire's entry.
-void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
-                    const std::function<std::string(const std::string&)>& key) {
+// socket buffers hold meanwhile). Every rank of the job calls it; `key(name, wire)` names each entry.
+void measure_beside(const Workload& w, Profile& profile, MPI_Comm base, const std::vector<std::string>& names,
+                    const std::function<std::string(const std::string&, const std::string&)>& key) {
   Built b = build(w);
   b.optimizer->setup(*b.model);
   const auto plan = rensa::mn::plan_gradient_buckets(*b.model, rensa::mn::MultiNodeOptimizerOptions{}.bucket_cap);
@@ -315,40 +349,48 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base,
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.add_grad_hook(launcher);
   }
+  const auto beside_backward = [&](rensa::mn::Communicator& comm) {
+    b.model->cleargrads();
+    rensa::Variable loss = b.loss();
+    launcher->arm([&](std::size_t i) { requests[i] = comm.start_mean_grad({grads[i]}); });
+    loss.backward();
+    launcher->finish();
+    for (auto& r : requests) r.wait();
+  };
+  // As the stage double-buffers without overlap: every gradient in one collective.
+  const auto beside_step = [&](rensa::mn::Communicator& comm) {
+    rensa::mn::Communicator::Request all = comm.start_mean_grad(grads);
+    b.optimizer->update([&] { return b.loss(); });
+    all.wait();
+  };
   for (const std::string& wire : kWires) {
     const rensa::mn::CommunicatorOptions options{.allreduce_grad_dtype = rensa::dtype_from_name(wire)};
-    rensa::mn::Communicator flat = rensa::mn::create_communicator("flat", base, options);
-    rensa::mn::Communicator dummy = rensa::mn::create_communicator("dummy", base, options);
-    const auto beside_backward = [&](rensa::mn::Communicator& comm) {
-      b.model->cleargrads();
-      rensa::Variable loss = b.loss();
-      launcher->arm([&](std::size_t i) { requests[i] = comm.start_mean_grad({grads[i]}); });
-      loss.backward();
-      launcher->finish();
-      for (auto& r : requests) r.wait();
-    };
-    // As the stage double-buffers without overlap: every gradient in one collective.
-    const auto beside_step = [&](rensa::mn::Communicator& comm) {
-      rensa::mn::Communicator::Request all = comm.start_mean_grad(grads);
-      b.optimizer->update([&] { return b.loss(); });
-      all.wait();
-    };
-    const std::vector<std::function<void()>> fns = {[&] { beside_backward(flat); }, [&] { beside_backward(dummy); },
-                                                    [&] { beside_step(flat); }, [&] { beside_step(dummy); }};
+    // The dummy first, then each of `names`.
+    std::vector<rensa::mn::Communicator> comms{rensa::mn::create_communicator("dummy", base, options)};
+    for (const std::string& name : names) comms.push_back(rensa::mn::create_communicator(name, base, options));
+    std::vector<std::function<void()>> fns;
+    for (auto& comm : comms) {
+      fns.emplace_back([&] { beside_backward(comm); });
+      fns.emplace_back([&] { beside_step(comm); });
+    }
     for (const auto& fn : fns) {
       for (int i = 0; i < w.warmup; ++i) fn();
     }
-    std::vector<double> overlap, double_buffering;
+    std::vector<std::vector<double>> overlap(names.size()), double_buffering(names.size());
     for (int r = 0; r < w.repeats; ++r) {
       std::vector<double> t;
       for (const auto& fn : fns) t.push_back(timed(fn, w.steps, 0, 1, MPI_COMM_WORLD));
-      overlap.push_back(t[0] - t[1]);
-      double_buffering.push_back(t[2] - t[3]);
+      for (std::size_t n = 0; n < names.size(); ++n) {
+        overlap[n].push_back(t[2 * (n + 1)] - t[0]);
+        double_buffering[n].push_back(t[2 * (n + 1) + 1] - t[1]);
+      }
     }
-    std::sort(overlap.begin(), overlap.end());
-    std::sort(double_buffering.begin(), double_buffering.end());
-    profile.set(key(wire), {{"overlap", overlap[overlap.size() / 2]},
-                            {"double_buffering", double_buffering[double_buffering.size() / 2]}});
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      std::sort(overlap[n].begin(), overlap[n].end());
+      std::sort(double_buffering[n].begin(), double_buffering[n].end());
+      profile.set(key(names[n], wire), {{"overlap", overlap[n][overlap[n].size() / 2]},
+                                        {"double_buffering", double_buffering[n][double_buffering[n].size() / 2]}});
+    }
   }
   for (const auto& bucket : plan) {
     for (const Variable& p : bucket.params) p.remove_grad_hook(launcher.get());
@@ -395,20 +437,25 @@ void measure(const Workload& w0, const std::string& path, const std::string& lin
   const nlohmann::json buckets = profile.at(buckets_key(w.model), "");  // every rank set it
   if (lay.k > 1) {
     measure_intra(profile, lay, buckets);
-    measure_beside(w, profile, lay.intra, [&](const std::string& wire) { return beside_key(lay.k, lay.size, wire); });
+    measure_beside(w, profile, lay.intra, {"flat"},
+                   [&](const std::string&, const std::string& wire) { return beside_key(lay.k, lay.procs, wire); });
   }
   if (lay.hosts > 1) {
     if (link.empty()) throw std::runtime_error("bench_scaling_model measure: several hosts need --link NAME");
     if (lay.k == 1) {
-      const double gap = profile.at(compute_key(w.model, w.batch, w.threads, lay.size, "float32"), "").at("step");
+      const double gap = profile.at(compute_key(w.model, w.batch, w.threads, lay.procs, "float32"), "").at("step");
       measure_inter(profile, lay, link, buckets, gap);
-      measure_beside(w, profile, lay.leaders,
-                     [&](const std::string& wire) { return beside_link_key(lay.hosts, 1, lay.size, link, wire); });
+      measure_beside(w, profile, lay.leaders, {"flat"}, [&](const std::string&, const std::string& wire) {
+        return beside_link_key(lay.hosts, 1, lay.procs, "flat", link, wire);
+      });
     } else {
       // The link's fits need one rank per host; what the collectives add beside the computation is
-      // measured at this load too, over every rank (the host's part and the link's together).
-      measure_beside(w, profile, MPI_COMM_WORLD,
-                     [&](const std::string& wire) { return beside_link_key(lay.hosts, lay.k, lay.size, link, wire); });
+      // measured at this load too, over every rank (the host's part and the link's together), for
+      // each communicator: each crosses the link its own way.
+      measure_beside(w, profile, MPI_COMM_WORLD, {"flat", "hierarchical", "two_dimensional"},
+                     [&](const std::string& name, const std::string& wire) {
+                       return beside_link_key(lay.hosts, lay.k, lay.procs, name, link, wire);
+                     });
     }
   }
   MPI_Barrier(MPI_COMM_WORLD);

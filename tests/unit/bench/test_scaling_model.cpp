@@ -161,7 +161,7 @@ TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWas
   // Over the link, one rank on each of 2 hosts: averaging the buckets adds 3 ms beside backward and
   // 2 ms beside a step, where alone they cost 2 * 100 us + 6e6 * 1 ns (buckets) or 100 us + 6e6 * 1 ns
   // (one collective).
-  prof.set(S::beside_link_key(2, 1, 2, "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
+  prof.set(S::beside_link_key(2, 1, 2, "flat", "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
   const double buckets = 2 * 100e-6 + 6e6 * 1e-9, one = 100e-6 + 6e6 * 1e-9;
   const S::Prediction o = S::predict(prof, config(2, 2));
   EXPECT_NEAR(o.contention_link, 3e-3 - buckets, 1e-12);
@@ -183,33 +183,41 @@ TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWas
   const S::Prediction f = S::predict(prof, four);
   EXPECT_NEAR(f.contention_link, 3e-3 - buckets, 1e-12);
   EXPECT_NEAR(f.contention - f.contention_link, 1e-3 - (20e-6 + 6e-4), 1e-12);
-  // Measured at that load over the 4 ranks, the entry replaces both: it less flat's collectives alone
-  // there (the 2-host allreduce and two allgathers within each host, per bucket).
-  const std::string at_load = S::beside_link_key(2, 2, 4, "slow", "float32");
-  EXPECT_EQ(at_load, "beside M2 k2 P4 slow float32");
+  // Measured at that load over the 4 ranks through the communicator, its entry replaces both: it
+  // less the communicator's collectives alone there. Flat: the 2-host allreduce and two allgathers
+  // within each host, per bucket.
+  const std::string at_load = S::beside_link_key(2, 2, 4, "flat", "slow", "float32");
+  EXPECT_EQ(at_load, "beside M2 k2 P4 flat slow float32");
   prof.set(at_load, {{"overlap", 5e-3}, {"double_buffering", 4e-3}});
   const double gathers = 2 * (2 * 5e-6) + 2 * 6e6 * 1e-10;
   const S::Prediction l = S::predict(prof, four);
   EXPECT_NEAR(l.contention_link, 5e-3 - (buckets + gathers), 1e-12);
   EXPECT_NEAR(l.contention, l.contention_link, 1e-12);
   EXPECT_NEAR(l.step, 10e-3 + 5e-3 + 0.5e-3, 1e-12);  // D, then what beside backward added
-  prof.set("bcast k2 P4", line(5e-6, 1e-10));
-  four.communicator = "hierarchical";  // measured through flat, it applies to each communicator
-  EXPECT_NEAR(S::predict(prof, four).contention, l.contention, 1e-12);
-  four.communicator = "flat";
   four.mode = "double_buffering";
   const double one_gathers = 2 * (5e-6 + 6e6 * 1e-10);
   EXPECT_NEAR(S::predict(prof, four).contention, 4e-3 - (one + one_gathers), 1e-12);
+  // Hierarchical has its own: the shared-memory allreduce, the 2-host one and a broadcast.
+  prof.set("bcast k2 P4", line(5e-6, 1e-10));
+  four.mode = "overlap";
+  four.communicator = "hierarchical";
+  const double both = S::predict(prof, four).contention;  // without its entry: both terms, as before
+  EXPECT_NEAR(both, (1e-3 - (20e-6 + 6e-4)) + (3e-3 - buckets), 1e-12);
+  prof.set(S::beside_link_key(2, 2, 4, "hierarchical", "slow", "float32"), {{"overlap", 6e-3}});
+  const double shm_bcast = 2 * 10e-6 + 6e6 * 1e-10 + 2 * 5e-6 + 6e6 * 1e-10;
+  EXPECT_NEAR(S::predict(prof, four).contention, 6e-3 - (buckets + shm_bcast), 1e-12);
+  four.communicator = "flat";
   prof.set(at_load, {{"overlap", 5e-3}});
-  expect_named(prof, four, "beside M2 k2 P4 slow float32");
+  four.mode = "double_buffering";
+  expect_named(prof, four, "beside M2 k2 P4 flat slow float32");
   // It can at most hide the collectives: the link's part is what is left beside the host's.
-  prof.set(S::beside_link_key(2, 1, 2, "slow", "float32"), {{"overlap", -1.0}, {"double_buffering", 2e-3}});
+  prof.set(S::beside_link_key(2, 1, 2, "flat", "slow", "float32"), {{"overlap", -1.0}, {"double_buffering", 2e-3}});
   const S::Prediction hid = S::predict(prof, config(2, 2));
   EXPECT_NEAR(hid.step, 10e-3 + 0.5e-3, 1e-12);
   EXPECT_NEAR(hid.contention_link, -buckets, 1e-12);
   // Not without overlap, not with a free core, not for another link or wire, not for a link given
   // by its alpha and beta.
-  prof.set(S::beside_link_key(2, 1, 2, "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
+  prof.set(S::beside_link_key(2, 1, 2, "flat", "slow", "float32"), {{"overlap", 3e-3}, {"double_buffering", 2e-3}});
   EXPECT_EQ(S::predict(prof, config(2, 2, "flat", "no_overlap")).contention_link, 0);
   S::Config wide = config(2, 2);
   wide.cores = 8;
@@ -224,7 +232,7 @@ TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWas
   given.link_beta = 1e-9;
   EXPECT_EQ(S::predict(prof, given).contention_link, 0);
   // An entry without the mode's number is named.
-  prof.set(S::beside_link_key(2, 1, 2, "slow", "float32"), {{"overlap", 3e-3}});
+  prof.set(S::beside_link_key(2, 1, 2, "flat", "slow", "float32"), {{"overlap", 3e-3}});
   expect_named(prof, config(2, 2, "flat", "double_buffering"), "beside M2 slow float32");
 }
 
