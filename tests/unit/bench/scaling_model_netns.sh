@@ -8,33 +8,24 @@
 set -euo pipefail
 bin=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-cluster=$root/scripts/netns-cluster
-if [[ $(id -u) -ne 0 ]] || ! command -v ip > /dev/null || ! command -v unshare > /dev/null; then
-  echo "scaling_model_netns: skipped: needs root, ip and unshare"
-  exit 77
-fi
 work=$(mktemp -d)
-hosts_up=0
-cleanup() {
-  ((hosts_up)) && "$cluster" down > /dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-[[ -z "$("$cluster" status)" ]] || "$cluster" down > /dev/null
-if ! "$cluster" up 2 > /dev/null 2>&1; then
-  echo "scaling_model_netns: skipped: network namespaces are not available here"
-  exit 77
-fi
-hosts_up=1
+trap 'rm -rf "$work"' EXIT
 fail() {
   echo "scaling_model_netns: $*" >&2
   exit 1
 }
+# Each run on 2 simulated hosts made for it (netns-cluster test: 77 where they cannot be made).
+on_hosts() {
+  local rc=0
+  "$root/scripts/netns-cluster" test "$@" || rc=$?
+  ((rc != 77)) || exit 77
+  return "$rc"
+}
 
 quick=(--model mlp --batchsize 8 --steps 1 --warmup 0 --repeats 1 -p "$work/prof.json")
 "$bin" measure "${quick[@]}"
-"$cluster" run -n 1 "$bin" measure "${quick[@]}" --link sim
-"$cluster" run -n 2 "$bin" measure "${quick[@]}" --link sim
+on_hosts -n 1 "$bin" measure "${quick[@]}" --link sim
+on_hosts -n 2 "$bin" measure "${quick[@]}" --link sim
 for key in "compute mlp b8 t1 P1 none" "compute mlp b8 t1 P2 float32" "inter M2 sim float16" "beside M2 sim float32" \
   "compute mlp b8 t1 P4 float32" "intra k2 P4 float32" "beside k2 P4 bfloat16" \
   "beside M2 k2 P4 flat sim float32" "beside M2 k2 P4 hierarchical sim float16" \
@@ -49,6 +40,6 @@ echo "$out"
   fail "predict printed no prediction with the link's contention"
 
 # Bad input: several hosts without a link name.
-if "$cluster" run -n 1 "$bin" measure "${quick[@]}" > "$work/err.log" 2>&1; then fail "measure across hosts without --link must fail"; fi
+if on_hosts -n 1 "$bin" measure "${quick[@]}" > "$work/err.log" 2>&1; then fail "measure across hosts without --link must fail"; fi
 grep -q "several hosts need --link NAME" "$work/err.log" || fail "the error must name --link: $(cat "$work/err.log")"
 echo "scaling_model_netns: passed"
