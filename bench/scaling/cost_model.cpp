@@ -17,25 +17,22 @@ std::string buckets_key(const std::string& model) {
   return "buckets " + model;
 }
 
-namespace {
-// "kK PP": K ranks per host, P processes on the machine.
-std::string load(int per_host, int procs) {
+std::string load_key(int per_host, int procs) {
   std::string s = "k";
   s += std::to_string(per_host);
   s += " P";
   s += std::to_string(procs);
   return s;
 }
-}  // namespace
 
 std::string beside_key(int per_host, int procs, const std::string& wire) {
-  return "beside " + load(per_host, procs) + " " + wire;
+  return "beside " + load_key(per_host, procs) + " " + wire;
 }
 
 std::string beside_link_key(int hosts, int per_host, int procs, const std::string& communicator,
                             const std::string& link, const std::string& wire) {
   std::string key = "beside M" + std::to_string(hosts) + " ";
-  if (per_host > 1) key += load(per_host, procs) + " " + communicator + " ";
+  if (per_host > 1) key += load_key(per_host, procs) + " " + communicator + " ";
   return key + link + " " + wire;
 }
 
@@ -188,7 +185,7 @@ class Model {
 
   double intra(const std::string& what, double bytes) const {
     if (k_ <= 1) return 0;
-    std::string key = what + " k" + std::to_string(k_) + " P" + std::to_string(procs_);
+    std::string key = what + " " + load_key(k_, procs_);
     if (what == "intra") key += " " + c_.wire;
     const nlohmann::json& f = p_.at(key, hint_);
     return cost_at(f, bytes);

@@ -89,6 +89,8 @@ Prediction predict(const Profile& profile, const Config& config);
 /// Profile keys, shared by measure and predict.
 std::string compute_key(const std::string& model, int64_t batch, int threads, int procs, const std::string& wire);
 std::string buckets_key(const std::string& model);
+// "kK PP": K ranks per host, P processes on the machine (the load an entry was measured at).
+std::string load_key(int per_host, int procs);
 std::string beside_key(int per_host, int procs, const std::string& wire);
 // "beside M2 LINK WIRE" for hosts of one rank (flat; procs and communicator unused), "beside M2 kK PP
 // COMMUNICATOR LINK WIRE" for K > 1.

@@ -257,7 +257,7 @@ void measure_intra(Profile& profile, const Layout& lay, const nlohmann::json& bu
   rensa::mn::detail::ShmAllreduce shm;
   if (!shm.init(lay.intra)) throw std::runtime_error("bench_scaling_model: the shared-memory segment cannot be mapped");
   std::vector<char> buf(static_cast<std::size_t>(std::max(kLadder.back(), sizes_for(buckets, "float32").back())));
-  const std::string tail = " k" + std::to_string(lay.k) + " P" + std::to_string(lay.procs);
+  const std::string tail = std::string(" ").append(load_key(lay.k, lay.procs));
   for (const std::string& wire : kWires) {
     const rensa::Dtype dt = rensa::dtype_from_name(wire);
     std::vector<std::pair<double, double>> pts;

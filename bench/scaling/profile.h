@@ -13,7 +13,11 @@
 //       buckets through the flat communicator of the host's k ranks adds beside backward (each
 //       bucket started when its gradients are final) and beside a whole step (every gradient in one
 //       collective, as double buffering runs it), over the dummy one.
-//   "beside M2 <link> <wire>": the same over the link, with one rank on each of 2 hosts.
+//   "beside M2 <link> <wire>": the same over the link, with one rank on each of 2 hosts;
+//   "beside M2 k<k> P<procs> <communicator> <link> <wire>": the same over every rank of 2 hosts of k
+//       ranks, through that communicator (flat, hierarchical, two_dimensional).
+// P<procs> is the processes on the machine that measured the entry (k on hosts of their own, every
+// rank on simulated hosts sharing one machine).
 // Each collective entry (not "beside") is a fit {"alpha", "beta"}: seconds = alpha + beta * bytes,
 // and its points, each the median over 3 repeats of the mean of at least 5 calls (calls_per_repeat).
 #include <nlohmann/json.hpp>
