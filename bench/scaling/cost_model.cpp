@@ -285,18 +285,21 @@ Prediction predict(const Profile& profile, const Config& c) {
   } else {
     p.exposed = hideable;
   }
-  // Every rank waits for the slowest at each step. Measured at P processes in lockstep; for N ranks
-  // it grows as the expected maximum of N normal step times beyond their mean.
-  if (c.communicator != "dummy" && c.ranks > 1 && m.procs() > 1) {
-    p.straggle =
-        d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), c.ranks)) * expected_max_normal(c.ranks);
-  }
+  // Every rank waits for the slowest at each step. Measured at P processes in lockstep; for n ranks
+  // it grows as the expected maximum of n normal step times beyond their mean.
+  const auto straggle_of = [&](int n) {
+    if (n <= 1 || m.procs() <= 1) return 0.0;
+    return d.value("straggle", 0.0) / expected_max_normal(std::min(m.procs(), n)) * expected_max_normal(n);
+  };
+  if (c.communicator != "dummy") p.straggle = straggle_of(c.ranks);
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  // The same across hosts, from the entry measured over the link at 2 hosts.
+  // The same across hosts, from the entry measured over the link at 2 hosts. An entry is a step whose
+  // collectives hold its `ranks` in lockstep less a free-running dummy step, so it holds their
+  // waiting for the slowest too: the straggle term charges that, so it is taken out here.
   const bool beside_applies =
       !free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive";
-  const auto added_beside = [&](const std::string& key, const std::function<double(double)>& alone_of) {
+  const auto added_beside = [&](const std::string& key, int ranks, const std::function<double(double)>& alone_of) {
     double alone = 0;
     for (const double bytes : sizes) alone += alone_of(bytes);
     const nlohmann::json& added = profile.at(key, "");
@@ -304,7 +307,7 @@ Prediction predict(const Profile& profile, const Config& c) {
       throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + key + "\" has no number \"" +
                                c.mode + "\"");
     }
-    return added.at(c.mode).get<double>() - alone;
+    return added.at(c.mode).get<double>() - alone - straggle_of(ranks);
   };
   const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
   const std::string beside_link =
@@ -316,19 +319,19 @@ Prediction predict(const Profile& profile, const Config& c) {
     pair.ranks = 2 * m.per_host();
     pair.hosts = 2;
     const Model at_two(profile, pair);
-    p.contention_link = added_beside(beside_link, [&](double bytes) {
+    p.contention_link = added_beside(beside_link, pair.ranks, [&](double bytes) {
       const Cost alone = at_two.bucket(bytes);
       return alone.cpu + alone.wire;
     });
     p.contention = p.contention_link;
   } else {
     if (beside_applies && profile.has(beside)) {
-      p.contention = added_beside(beside, [&](double bytes) { return m.intra_alone(bytes); });
+      p.contention = added_beside(beside, m.per_host(), [&](double bytes) { return m.intra_alone(bytes); });
     }
     // Hosts of K > 1 without their own entry: the one of hosts of one rank, beside the host's.
     const std::string single_link = c.hosts > 1 ? beside_link_key(2, 1, 2, "flat", c.link, c.wire) : "";
     if (beside_applies && m.link_measured() && profile.has(single_link)) {
-      p.contention_link = added_beside(single_link, [&](double bytes) { return m.link_alone(bytes); });
+      p.contention_link = added_beside(single_link, 2, [&](double bytes) { return m.link_alone(bytes); });
       p.contention += p.contention_link;
     }
   }

@@ -40,7 +40,9 @@
 // terms at that K and P: it less the communicator's collectives alone over the 2 hosts.
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
-// E[max of N standard normals] / E[max of P] (independent, normally spread step times).
+// E[max of N standard normals] / E[max of P] (independent, normally spread step times). A beside
+// entry's collectives hold its ranks in lockstep, so it holds their straggle too, against a
+// free-running dummy step: that is taken out of it, and charged once, by this term.
 #include <optional>
 #include <string>
 
