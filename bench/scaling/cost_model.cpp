@@ -294,9 +294,10 @@ Prediction predict(const Profile& profile, const Config& c) {
   if (c.communicator != "dummy") p.straggle = straggle_of(c.ranks);
   // Without a free core, collectives that run beside the computation cost what the profile measured
   // them to add there, not what they cost alone: the difference is added (it can at most hide them).
-  // The same across hosts, from the entry measured over the link at 2 hosts. An entry is a step whose
-  // collectives hold its `ranks` in lockstep less a free-running dummy step, so it holds their
-  // waiting for the slowest too: the straggle term charges that, so it is taken out here.
+  // The same across hosts, from the entry measured over the link at 2 hosts. An entry measured
+  // against dummy steps in lockstep leaves out the waiting for the slowest of its `ranks`, which the
+  // straggle term charges; one against free-running dummy steps (older profiles) holds it, so it is
+  // taken out here as the straggle term would charge it.
   const bool beside_applies =
       !free_core && c.mode != "no_overlap" && c.communicator != "dummy" && c.communicator != "naive";
   const auto added_beside = [&](const std::string& key, int ranks, const std::function<double(double)>& alone_of) {
@@ -307,7 +308,8 @@ Prediction predict(const Profile& profile, const Config& c) {
       throw std::runtime_error("scaling profile " + profile.path() + ": entry \"" + key + "\" has no number \"" +
                                c.mode + "\"");
     }
-    return added.at(c.mode).get<double>() - alone - straggle_of(ranks);
+    const bool lockstep = added.value("baseline", "") == "lockstep";
+    return added.at(c.mode).get<double>() - alone - (lockstep ? 0.0 : straggle_of(ranks));
   };
   const std::string beside = beside_key(m.per_host(), m.procs(), c.wire);
   const std::string beside_link =

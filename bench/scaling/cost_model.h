@@ -41,8 +41,8 @@
 // Straggle: every step waits for the slowest of the N ranks. The profile holds what lockstep (a
 // barrier after each dummy step) costs at the host's P processes; for N ranks it is scaled by
 // E[max of N standard normals] / E[max of P] (independent, normally spread step times). A beside
-// entry's collectives hold its ranks in lockstep, so it holds their straggle too, against a
-// free-running dummy step: that is taken out of it, and charged once, by this term.
+// entry is measured against dummy steps in lockstep too, so that it holds none of it; an older
+// profile's, against free-running ones, holds its ranks' straggle, which is taken out of it.
 #include <optional>
 #include <string>
 

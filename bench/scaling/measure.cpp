@@ -1,6 +1,7 @@
 #include "bench/scaling/measure.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -159,25 +160,34 @@ std::string machine_id() {
   return std::string(name, static_cast<std::size_t>(len));
 }
 
-// The ranks of the job on this machine: what shares its cores, whether MPI sees one host or several.
-int procs_on_this_machine() {
-  constexpr std::size_t kLen = 64;
-  std::string id = machine_id();
-  id.resize(kLen, '\0');
+// The ranks whose `key` equals this rank's, in rank order.
+std::vector<int> ranks_with_same(std::string key) {
+  constexpr std::size_t kLen = 256;
+  key.resize(kLen, '\0');
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::vector<char> all(kLen * static_cast<std::size_t>(size));
-  MPI_Allgather(id.data(), static_cast<int>(kLen), MPI_CHAR, all.data(), static_cast<int>(kLen), MPI_CHAR,
+  MPI_Allgather(key.data(), static_cast<int>(kLen), MPI_CHAR, all.data(), static_cast<int>(kLen), MPI_CHAR,
                 MPI_COMM_WORLD);
-  int same = 0;
+  std::vector<int> same;
   for (int r = 0; r < size; ++r) {
-    same += std::equal(id.begin(), id.end(), all.begin() + static_cast<std::ptrdiff_t>(kLen) * r) ? 1 : 0;
+    if (std::equal(key.begin(), key.end(), all.begin() + static_cast<std::ptrdiff_t>(kLen) * r)) same.push_back(r);
   }
   return same;
 }
 
-// The job's ranks by host as MPI sees them (K per host, M hosts), and P, the processes on this
-// machine: K on hosts of their own, all of them on simulated hosts. The profile's keys hold P, the
+// The ranks of the job on this machine: what shares its cores, whether MPI sees one host or several.
+int procs_on_this_machine() { return static_cast<int>(ranks_with_same(machine_id()).size()); }
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) throw std::runtime_error("bench_scaling_model: gethostname failed");
+  return name;
+}
+
+// The job's ranks by host name, as the communicators group them (K per host, M hosts; MPI sees the
+// simulated hosts of scripts/uts-host as one machine), and P, the processes on this machine: K on
+// hosts of their own, all of them on simulated hosts. The profile's keys hold P, the
 // load the compute and the host's collectives were measured at.
 struct Layout {
   MPI_Comm intra = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
@@ -185,7 +195,7 @@ struct Layout {
   Layout() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &intra);
+    MPI_Comm_split(MPI_COMM_WORLD, ranks_with_same(host_name()).front(), rank, &intra);
     MPI_Comm_rank(intra, &intra_rank);
     MPI_Comm_size(intra, &k);
     MPI_Comm_split(MPI_COMM_WORLD, intra_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);
@@ -336,7 +346,11 @@ class BucketLauncher final : public rensa::GradHook {
 // from the parts (the communication thread's wake-ups, each collective waiting for the other ranks'
 // threads to get a core, the cores taken from the computation; at more ranks than cores, the idle
 // time it fills; over TCP, the link idling while the thread waits for a core, or moving what the
-// socket buffers hold meanwhile). Every rank of the job calls it; `key(name, wire)` names each entry.
+// socket buffers hold meanwhile). The dummy's runs are in lockstep over `base` (a barrier after
+// each), as the collectives hold the others: the difference leaves out the waiting for the slowest
+// rank, which the model's straggle term charges (the entry says "baseline": "lockstep"; older
+// profiles' entries, against free-running dummy steps, hold it). Every rank of the job calls it;
+// `key(name, wire)` names each entry.
 void measure_beside(const Workload& w, Profile& profile, MPI_Comm base, const std::vector<std::string>& names,
                     const std::function<std::string(const std::string&, const std::string&)>& key) {
   Built b = build(w);
@@ -369,9 +383,17 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base, const st
     std::vector<rensa::mn::Communicator> comms{rensa::mn::create_communicator("dummy", base, options)};
     for (const std::string& name : names) comms.push_back(rensa::mn::create_communicator(name, base, options));
     std::vector<std::function<void()>> fns;
-    for (auto& comm : comms) {
-      fns.emplace_back([&] { beside_backward(comm); });
-      fns.emplace_back([&] { beside_step(comm); });
+    for (std::size_t i = 0; i < comms.size(); ++i) {
+      rensa::mn::Communicator& comm = comms[i];
+      const bool lockstep = i == 0;
+      fns.emplace_back([&, lockstep] {
+        beside_backward(comm);
+        if (lockstep) MPI_Barrier(base);
+      });
+      fns.emplace_back([&, lockstep] {
+        beside_step(comm);
+        if (lockstep) MPI_Barrier(base);
+      });
     }
     for (const auto& fn : fns) {
       for (int i = 0; i < w.warmup; ++i) fn();
@@ -389,7 +411,8 @@ void measure_beside(const Workload& w, Profile& profile, MPI_Comm base, const st
       std::sort(overlap[n].begin(), overlap[n].end());
       std::sort(double_buffering[n].begin(), double_buffering[n].end());
       profile.set(key(names[n], wire), {{"overlap", overlap[n][overlap[n].size() / 2]},
-                                        {"double_buffering", double_buffering[n][double_buffering[n].size() / 2]}});
+                                        {"double_buffering", double_buffering[n][double_buffering[n].size() / 2]},
+                                        {"baseline", "lockstep"}});
     }
   }
   for (const auto& bucket : plan) {

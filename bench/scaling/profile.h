@@ -12,7 +12,9 @@
 //   "beside k<k> P<procs> <wire>": {"overlap", "double_buffering"}: seconds that averaging the
 //       buckets through the flat communicator of the host's k ranks adds beside backward (each
 //       bucket started when its gradients are final) and beside a whole step (every gradient in one
-//       collective, as double buffering runs it), over the dummy one.
+//       collective, as double buffering runs it), over the dummy one; "baseline": "lockstep": the
+//       dummy's steps with a barrier after each, as the collectives hold the others (entries
+//       without it, from older profiles, were measured against free-running dummy steps).
 //   "beside M2 <link> <wire>": the same over the link, with one rank on each of 2 hosts;
 //   "beside M2 k<k> P<procs> <communicator> <link> <wire>": the same over every rank of 2 hosts of k
 //       ranks, through that communicator (flat, hierarchical, two_dimensional).

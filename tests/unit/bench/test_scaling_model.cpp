@@ -140,6 +140,11 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   const S::Prediction db = S::predict(prof, config(2, 1, "flat", "double_buffering"));
   EXPECT_NEAR(db.contention, 1.5e-3 - (10e-6 + 6e-4) - s, 1e-12);
   EXPECT_NEAR(db.step, 10e-3 + 1.5e-3, 1e-12);
+  // Measured against dummy steps in lockstep (as measure does now), an entry holds no straggle.
+  prof.set("beside k2 P2 float32", {{"overlap", 2e-3}, {"double_buffering", 1.5e-3}, {"baseline", "lockstep"}});
+  const S::Prediction lock = S::predict(prof, config(2, 1));
+  EXPECT_NEAR(lock.contention, 2e-3 - alone, 1e-12);
+  EXPECT_NEAR(lock.step, 10e-3 + 2e-3 + s, 1e-12);
   // It can at most hide the collectives.
   prof.set("beside k2 P2 float32", {{"overlap", 2e-3}, {"double_buffering", -1e-3}});
   EXPECT_NEAR(S::predict(prof, config(2, 1, "flat", "double_buffering")).step, 10e-3 + 0.5e-3, 1e-12);
@@ -200,6 +205,9 @@ TEST(ScalingModel, AcrossHostsTheLinksCollectivesBesideTheComputationCostWhatWas
   EXPECT_NEAR(l.contention_link, 5e-3 - (buckets + gathers) - s, 1e-12);
   EXPECT_NEAR(l.contention, l.contention_link, 1e-12);
   EXPECT_NEAR(l.step, 10e-3 + 5e-3, 1e-12);  // D, then what beside backward added
+  prof.set(at_load, {{"overlap", 5e-3}, {"double_buffering", 4e-3}, {"baseline", "lockstep"}});
+  EXPECT_NEAR(S::predict(prof, four).contention, 5e-3 - (buckets + gathers), 1e-12);  // no straggle in it
+  prof.set(at_load, {{"overlap", 5e-3}, {"double_buffering", 4e-3}});
   four.mode = "double_buffering";
   const double one_gathers = 2 * (5e-6 + 6e6 * 1e-10);
   EXPECT_NEAR(S::predict(prof, four).contention, 4e-3 - (one + one_gathers) - s, 1e-12);
