@@ -177,7 +177,9 @@ std::vector<int> ranks_with_same(std::string key) {
 }
 
 // The ranks of the job on this machine: what shares its cores, whether MPI sees one host or several.
-int procs_on_this_machine() { return static_cast<int>(ranks_with_same(machine_id()).size()); }
+int procs_on_this_machine() {
+  return static_cast<int>(ranks_with_same(machine_id()).size());
+}
 
 std::string host_name() {
   char name[256] = {};

@@ -133,7 +133,7 @@ TEST(ScalingModel, WithoutAFreeCoreCollectivesBesideTheComputationCostWhatWasMea
   const double s = 0.5e-3;
   const S::Prediction o = S::predict(prof, config(2, 1));
   EXPECT_NEAR(o.contention, 2e-3 - alone - s, 1e-12);
-  EXPECT_EQ(o.contention_link, 0);         // one host
+  EXPECT_EQ(o.contention_link, 0);  // one host
   EXPECT_NEAR(o.straggle, s, 1e-12);
   EXPECT_NEAR(o.step, 10e-3 + 2e-3, 1e-12);  // D, then what beside backward added, the straggle in it
   // Double buffering averages every gradient in one collective: one latency alone.
