@@ -1,7 +1,6 @@
 #include "bench/scaling/measure.h"
 
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -181,12 +180,6 @@ int procs_on_this_machine() {
   return static_cast<int>(ranks_with_same(machine_id()).size());
 }
 
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) throw std::runtime_error("bench_scaling_model: gethostname failed");
-  return name;
-}
-
 // The job's ranks by host name, as the communicators group them (K per host, M hosts; MPI sees the
 // simulated hosts of scripts/uts-host as one machine), and P, the processes on this machine: K on
 // hosts of their own, all of them on simulated hosts. The profile's keys hold P, the
@@ -197,7 +190,7 @@ struct Layout {
   Layout() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_split(MPI_COMM_WORLD, ranks_with_same(host_name()).front(), rank, &intra);
+    MPI_Comm_split(MPI_COMM_WORLD, ranks_with_same(rensa::mn::detail::host_name()).front(), rank, &intra);
     MPI_Comm_rank(intra, &intra_rank);
     MPI_Comm_size(intra, &k);
     MPI_Comm_split(MPI_COMM_WORLD, intra_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders);

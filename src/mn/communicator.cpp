@@ -3,7 +3,6 @@
 // The rest of CommunicatorImpl: operation_scopes.cpp, array_collectives.cpp, byte_collectives.cpp,
 // training_collectives.cpp and mean_grad_requests.cpp (the variants' algorithms are in variants.cpp).
 #include <mpi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -100,12 +99,6 @@ std::chrono::milliseconds default_timeout() {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 
-std::string local_hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
-
 }  // namespace
 
 void MpiComm::reset() {
@@ -125,7 +118,7 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
   MPI_Initialized(&initialized);
   RENSA_CHECK(initialized, ValueError, "create_communicator: MPI is not initialized");
   // First, so that an invalid option that no one catches still ends the job with one line per rank.
-  hostname_ = local_hostname();
+  hostname_ = host_name();
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   install_failure_handlers(world_rank, hostname_);

@@ -1,5 +1,7 @@
 #include "src/mn/mpi_util.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -179,6 +181,12 @@ std::string format_bytes(std::size_t bytes) {
     std::snprintf(buf, sizeof(buf), "%.1f MB", b / 1e6);
   else
     std::snprintf(buf, sizeof(buf), "%.1f GB", b / 1e9);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
 }
 

@@ -34,4 +34,7 @@ void unpack_range(const void* src_data, Dtype wire, const Array& dst, int64_t be
 /// "7.2 MB", "512 B", ...
 std::string format_bytes(std::size_t bytes);
 
+/// This host's name, as the communicators group ranks into hosts ("unknown" if gethostname fails).
+std::string host_name();
+
 }  // namespace rensa::mn::detail
