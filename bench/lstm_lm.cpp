@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   rensa::seed(0);
 #if defined(__x86_64__) && defined(__GNUC__)
   // The same test the cpu backend makes for its LSTM cell kernels.
-  std::printf("lstm cell kernels: %s\n", __builtin_cpu_supports("avx2") ? "AVX2 (8 float lanes)" : "baseline (SSE2)");
+  std::printf("lstm cell kernels: %s\n", rensa::cpu_features().avx2 ? "AVX2 (8 float lanes)" : "baseline (SSE2)");
 #endif
   LanguageModel model(vocab, embed, hidden, layers);
   rensa::optimizers::SGD optimizer(1.0);

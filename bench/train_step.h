@@ -34,9 +34,10 @@ inline void add_step_options(CLI::App& app, StepOptions& o) {
       ->check(CLI::IsMember({"float32", "mixed_bf16", "mixed16"}));
 }
 
-/// Sets Config::dtype from --dtype (call before building the model) and prints how 16-bit
-/// products run on this CPU.
+/// Sets Config::dtype from --dtype (call before building the model) and prints the CPU, the
+/// instruction sets the kernels use, and how 16-bit products run on it.
 inline void apply_dtype(const StepOptions& o) {
+  std::printf("cpu: %s\n", rensa::cpu_description().c_str());
   rensa::global_config().dtype = rensa::dtype_from_name(o.dtype);
   if (const auto compute = rensa::mixed_compute_dtype()) {
     std::printf("%s\n", rensa::half_compute_path(*compute).c_str());

@@ -2,9 +2,14 @@
 // whether the cpu backend runs bfloat16 natively.
 #include "rensa/core/cpu_features.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+
+#include "rensa/core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -56,11 +61,70 @@ CpuFeatures detect() {
 }
 #endif
 
+// RENSA_MAX_CPU_ISA's values, narrowest first, in oneDNN's spelling.
+constexpr const char* kIsaCaps[] = {"sse41", "avx2", "avx512_core", "avx512_core_bf16", "all"};
+constexpr int kIsaCapCount = 5;
+
+// The index of RENSA_MAX_CPU_ISA's value in kIsaCaps (the last when unset or empty).
+int isa_cap_index() {
+  const char* env = std::getenv("RENSA_MAX_CPU_ISA");
+  if (env == nullptr || *env == '\0') return kIsaCapCount - 1;
+  std::string v(env);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (int i = 0; i < kIsaCapCount; ++i) {
+    if (v == kIsaCaps[i]) return i;
+  }
+  RENSA_THROW(ValueError, "RENSA_MAX_CPU_ISA: '", env,
+              "' is not an instruction-set cap; use sse41, avx2, avx512_core, avx512_core_bf16 or all");
+}
+
+// The features a CPU of the cap's level could have: those above it are switched off.
+CpuFeatures capped(CpuFeatures f, int cap) {
+  if (cap < 1) f.avx2 = f.fma = f.f16c = false;
+  if (cap < 2) f.avx512f = false;
+  if (cap < 3) f.avx512_bf16 = f.avx512_fp16 = false;
+  if (cap < 4) f.amx_bf16 = false;
+  if (!f.avx512f) f.avx512_bf16 = f.avx512_fp16 = false;
+  return f;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
 }  // namespace
 
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = detect();
+  static const CpuFeatures features = capped(detect(), isa_cap_index());
   return features;
+}
+
+std::string cpu_isa_cap() { return kIsaCaps[isa_cap_index()]; }
+
+std::string cpu_description() {
+  const CpuFeatures& f = cpu_features();
+  std::string isa;
+  auto add = [&isa](bool on, const char* name) {
+    if (on) isa += (isa.empty() ? "" : ", ") + std::string(name);
+  };
+  add(f.avx2, "AVX2");
+  add(f.fma, "FMA");
+  add(f.avx512f, "AVX-512");
+  add(f.avx512_bf16, "AVX512_BF16");
+  add(f.amx_bf16, "AMX-BF16");
+  add(f.avx512_fp16, "AVX512_FP16");
+  std::string out = cpu_model() + "; " + (isa.empty() ? "no AVX" : isa);
+  const std::string cap = cpu_isa_cap();
+  if (cap != "all") out += "; capped at " + cap + " by RENSA_MAX_CPU_ISA";
+  return out;
 }
 
 bool native_bf16() {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "rensa/core/cpu_features.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define RENSA_X86 1
@@ -13,7 +15,7 @@ namespace {
 
 #ifdef RENSA_X86
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool yes = cpu_features().avx2 && cpu_features().f16c;
   return yes;
 }
 

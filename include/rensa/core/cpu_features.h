@@ -9,7 +9,8 @@
 
 namespace rensa {
 
-/// Instruction-set extensions of the CPU the process runs on (read once, at the first call).
+/// Instruction-set extensions of the CPU the process runs on (read once, at the first call), capped
+/// by the environment variable `RENSA_MAX_CPU_ISA` when it is set (see cpu_isa_cap()).
 struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;
@@ -20,8 +21,22 @@ struct CpuFeatures {
   bool avx512_fp16 = false;  ///< AVX512_FP16: IEEE half arithmetic
 };
 
-/// The features of this machine's CPU. Never throws.
+/// The features of this machine's CPU, less those above `RENSA_MAX_CPU_ISA`.
+/// Throws ValueError (naming the variable and its accepted values) when that variable is set to
+/// anything else.
 const CpuFeatures& cpu_features();
+
+/// The cap `RENSA_MAX_CPU_ISA` sets on the kernels of the cpu backend, so that a wide CPU can run
+/// (and test) the code paths of a narrower one. Its values are oneDNN's `ONEDNN_MAX_CPU_ISA` names:
+/// `sse41` (no AVX: the portable loops), `avx2`, `avx512_core`, `avx512_core_bf16`, `all`. The cap
+/// applies to rensa's own kernels and, unless `ONEDNN_MAX_CPU_ISA` is set too, to oneDNN's.
+/// Returns the lower-case value, or "all" when the variable is unset or empty. Throws ValueError as
+/// cpu_features() does.
+std::string cpu_isa_cap();
+
+/// One line naming the CPU's model and the instruction sets the cpu backend uses ("AMD EPYC;
+/// AVX2, FMA, AVX-512, AVX512_BF16; capped at avx2"), for benchmarks and logs.
+std::string cpu_description();
 
 /// True when the cpu backend computes bfloat16 matrix products and convolutions natively (oneDNN's
 /// bfloat16 kernels, float32 accumulation): the CPU has AVX512_BF16 or AMX-BF16, and the environment

@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rensa/core/cpu_features.h"
 #include "src/backends/cpu/kernels.h"
+#include "src/backends/cpu/onednn.h"
 
 namespace rensa::backends {
 namespace {
@@ -137,7 +139,31 @@ class HostBackend : public Backend {
 
 std::unique_ptr<Backend> make_host_backend(std::string_view name) { return std::make_unique<HostBackend>(name); }
 
+namespace {
+
+// RENSA_MAX_CPU_ISA caps oneDNN's kernels too, unless ONEDNN_MAX_CPU_ISA says otherwise; this runs
+// before the backend's first oneDNN call, which is when oneDNN fixes its ISA.
+void cap_onednn_isa() {
+  const std::string cap = cpu_isa_cap();
+  const char* own = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (cap == "all" || (own != nullptr && *own != '\0')) return;
+  using dnnl::cpu_isa;
+  const cpu_isa isa = cap == "sse41"         ? cpu_isa::sse41
+                      : cap == "avx2"        ? cpu_isa::avx2
+                      : cap == "avx512_core" ? cpu_isa::avx512_core
+                                             : cpu_isa::avx512_core_bf16;
+  try {
+    dnnl::set_max_cpu_isa(isa);
+  } catch (const dnnl::error& e) {
+    RENSA_THROW(ValueError, "RENSA_MAX_CPU_ISA=", cap, ": oneDNN did not take the cap (", e.what(),
+                "); set it before the program's first oneDNN call");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Backend> make_cpu_backend() {
+  cap_onednn_isa();
   auto b = make_host_backend("cpu");
   RENSA_REGISTER_KERNELS(b->kernels(), cpu);
   return b;

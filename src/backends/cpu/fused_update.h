@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "rensa/core/cpu_features.h"
 #include "src/backends/cpu/loops.h"
 
 namespace rensa::backends::cpu {
@@ -44,7 +45,7 @@ __attribute__((target("avx2"))) void unit_loop_avx2(int64_t n, T* p, const T* g,
   unit_loop<T, S>(n, p, g, s, step);
 }
 inline bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = cpu_features().avx2;
   return yes;
 }
 #endif

@@ -3,6 +3,7 @@
 // results are those of the baseline build).
 #include <algorithm>
 
+#include "rensa/core/cpu_features.h"
 #include "src/backends/common/rnn_cells.h"
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
@@ -43,7 +44,7 @@ __attribute__((target("avx2"))) void run_avx2(int64_t b, int64_t e, const A&... 
   Loop::run(b, e, a...);
 }
 bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = cpu_features().avx2;
   return yes;
 }
 #else
