@@ -8,6 +8,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/testing/gradient_check.h"
+#include "tests/unit/tolerance.h"
 
 namespace rensa::test {
 
@@ -26,10 +27,10 @@ inline Array randu(const Shape& shape, double lo, double hi, Dtype dtype = Dtype
 }
 
 /// Runs `f` on the cpu and on the reference backend with the same inputs and expects equal outputs
-/// within the tolerances.
+/// within `tol` (see tolerance.h); a failure names the output, the worst element and the tolerance.
 inline void expect_cpu_matches_reference(
     const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
-    double rtol = 1e-5, double atol = 1e-6) {
+    const Tolerance& tol) {
   std::vector<Variable> on_cpu, on_ref;
   for (const auto& a : inputs) {
     on_cpu.emplace_back(a.is_null() ? a : a.to(Device::cpu()));
@@ -41,9 +42,32 @@ inline void expect_cpu_matches_reference(
   for (std::size_t i = 0; i < yc.size(); ++i) {
     ASSERT_EQ(yc[i].shape(), yr[i].shape()) << "output " << i;
     ASSERT_EQ(yc[i].dtype(), yr[i].dtype()) << "output " << i;
-    EXPECT_TRUE(allclose(yc[i].array(), yr[i].array().to(Device::cpu()), rtol, atol, true))
-        << "output " << i << "\ncpu: " << yc[i].array() << "\nreference: " << yr[i].array();
+    EXPECT_TRUE(close_within(yc[i].array(), yr[i].array(), tol)) << "output " << i << " of shape " << yc[i].shape()
+                                                                 << ", " << yc[i].dtype() << ", cpu against reference";
   }
+}
+
+/// The same with the tolerance of outputs that are sums of at most `accumulation` terms in the first
+/// floating input's dtype (reference_tolerance).
+inline void expect_cpu_matches_reference(
+    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
+    int64_t accumulation = 1) {
+  Dtype dtype = Dtype::float32;
+  for (const auto& a : inputs) {
+    if (!a.is_null() && is_floating(a.dtype())) {
+      dtype = a.dtype();
+      break;
+    }
+  }
+  expect_cpu_matches_reference(f, inputs, reference_tolerance(dtype, accumulation));
+}
+
+/// The same with explicit NumPy-style tolerances: |cpu - reference| <= atol + rtol * |reference|
+/// (0, 0 asks for equal results).
+inline void expect_cpu_matches_reference(
+    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
+    double rtol, double atol) {
+  expect_cpu_matches_reference(f, inputs, Tolerance{rtol, atol, false});
 }
 
 /// Expects `fn` to throw E with a message containing every one of `parts`.

@@ -41,7 +41,10 @@ struct FunctionCase {
   int64_t big_leading = 0;
   bool float32_keeps_dtype = true;
   testing::CheckOptions options = {};
-  double ref_rtol = 1e-5, ref_atol = 1e-6;
+  /// The length of the longest sum behind one output element in the cpu-vs-reference check (a
+  /// matmul's inner dimension, a reduction's size, a convolution's C * kh * kw; 1 for elementwise
+  /// functions): it sets that check's tolerance (reference_tolerance in tests/unit/tolerance.h).
+  int64_t accumulation = 1;
 };
 
 namespace conformance_detail {
@@ -169,7 +172,7 @@ inline void expect_conforms(const FunctionCase& c) {
       lead = std::max<int64_t>(2, 70000 / rest + 1);
     }
     const auto big = cd::make_inputs(c, cd::with_leading(c, lead), Dtype::float32, 9);
-    expect_cpu_matches_reference(c.f, big, c.ref_rtol, c.ref_atol);
+    expect_cpu_matches_reference(c.f, big, c.accumulation);
   }
 }
 

@@ -943,9 +943,14 @@ TEST(ConnectionComposites, Conform) {
   expect_conforms({.name = "bilinear with V1, V2 and b",
                    .f = bilinear6,
                    .shapes = {{3, 2, 2}, {3, 3}, {4, 3, 2}, {4, 2}, {3, 2}, {2}},
-                   .batched = {true, true, false, false, false, false}});
+                   .batched = {true, true, false, false, false, false},
+                   .accumulation = 4 * 3 + 4 + 3 + 1});  // e1 e2^T W, e1 V1, e2 V2 and b
   expect_conforms(
-      {.name = "bilinear", .f = bilinear3, .shapes = {{3, 4}, {3, 3}, {4, 3, 2}}, .batched = {true, true, false}});
+      {.name = "bilinear",
+       .f = bilinear3,
+       .shapes = {{3, 4}, {3, 3}, {4, 3, 2}},
+       .batched = {true, true, false},
+       .accumulation = 4 * 3});
   expect_conforms({.name = "shift",
                    .f = unary_fn([](const Variable& x) {
                      return F::shift(x, 3, {1, 2});
@@ -954,7 +959,8 @@ TEST(ConnectionComposites, Conform) {
   expect_conforms({.name = "local_convolution_2d",
                    .f = local3,
                    .shapes = {{2, 3, 6, 7}, {2, 2, 3, 3, 3, 2}, {2, 2, 3}},
-                   .batched = {true, false, false}});
+                   .batched = {true, false, false},
+                   .accumulation = 3 * 3 * 2 + 1});  // C kh kw and b
 }
 
 TEST(ConnectionComposites, Relations) {

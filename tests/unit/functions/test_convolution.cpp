@@ -244,35 +244,36 @@ TEST(Deconvolution2D, DoubleBackward) {
 
 // ---- cpu (oneDNN for float32) against the reference loops -----------------------------------------
 
+// The accumulation of each check is its longest sum: the weight gradient's N * Ho * Wo, or the
+// forward's C / groups * kh * kw where that is longer.
 TEST(Convolution2D, CpuMatchesReference) {
   // 8 x 32 x 18 x 18 = 82944 outputs: oneDNN's threaded blocked kernels and the OpenMP loops.
   expect_cpu_matches_reference(with_grads(conv_fn()),
                                {randn({8, 16, 20, 20}, Dtype::float32, 1), randn({32, 16, 3, 3}, Dtype::float32, 2),
                                 randn({32}, Dtype::float32, 3)},
-                               1e-4, 1e-3);
+                               2592);
   // Strides, pads, dilation, groups, cover_all and non-contiguous inputs.
   expect_cpu_matches_reference(
       with_grads(conv_fn({.stride = 2, .pad = 1, .dilate = {1, 2}, .groups = 2})),
       {make_noncontiguous(randn({4, 8, 23, 21}, Dtype::float32, 4)),
        make_noncontiguous(randn({12, 4, 3, 3}, Dtype::float32, 5)), randn({12}, Dtype::float32, 6)},
-      1e-4, 1e-3);
+      480);
   expect_cpu_matches_reference(with_grads(conv_fn({.stride = 3, .pad = 2, .cover_all = true})),
-                               {randn({3, 5, 17, 16}, Dtype::float32, 7), randn({7, 5, 4, 4}, Dtype::float32, 8)}, 1e-4,
-                               1e-3);
+                               {randn({3, 5, 17, 16}, Dtype::float32, 7), randn({7, 5, 4, 4}, Dtype::float32, 8)}, 147);
   // Few input channels: the weight gradient by per-image GEMMs (split among threads).
   expect_cpu_matches_reference(with_grads(conv_fn({.stride = {1, 2}, .pad = 1, .dilate = 2})),
                                {randn({3, 3, 20, 21}, Dtype::float32, 19), randn({6, 3, 3, 3}, Dtype::float32, 20)},
-                               1e-4, 1e-3);
+                               540);
   // Rows left over at the bottom/right (oneDNN gets a negative right padding).
   expect_cpu_matches_reference(with_grads(conv_fn({.stride = 3})),
                                {randn({2, 3, 11, 12}, Dtype::float32, 9), randn({4, 3, 3, 3}, Dtype::float32, 10)},
-                               1e-4, 1e-3);
+                               27);
   // The network's shapes: one input channel, then 32 -> 64 (and again, from the primitive cache).
   for (int rep = 0; rep < 2; ++rep) {
     expect_cpu_matches_reference(with_grads(conv_fn()),
                                  {randn({4, 1, 28, 28}, Dtype::float32, 11), randn({32, 1, 3, 3}, Dtype::float32, 12),
                                   randn({32}, Dtype::float32, 13)},
-                                 1e-4, 1e-3);
+                                 2704);
   }
   // float64 (im2col + dgemm) and float16 (computed in float32).
   expect_cpu_matches_reference(with_grads(conv_fn({.stride = 2, .pad = 1, .groups = 3})),
@@ -289,10 +290,10 @@ TEST(Deconvolution2D, CpuMatchesReference) {
   expect_cpu_matches_reference(with_grads(deconv_fn({.stride = 2, .pad = 1})),
                                {randn({4, 16, 12, 12}, Dtype::float32, 1), randn({16, 8, 4, 4}, Dtype::float32, 2),
                                 randn({8}, Dtype::float32, 3)},
-                               1e-4, 1e-3);
+                               4 * 12 * 12);
   expect_cpu_matches_reference(
       with_grads(deconv_fn({.stride = 2, .outsize = F::Int2{8, 9}, .groups = 2})),
-      {make_noncontiguous(randn({2, 4, 4, 4}, Dtype::float32, 4)), randn({4, 3, 2, 3}, Dtype::float32, 5)}, 1e-4, 1e-4);
+      {make_noncontiguous(randn({2, 4, 4, 4}, Dtype::float32, 4)), randn({4, 3, 2, 3}, Dtype::float32, 5)}, 2 * 4 * 4);
   expect_cpu_matches_reference(with_grads(deconv_fn({.stride = 3, .pad = 1, .dilate = 2})),
                                {randn({2, 3, 5, 4}, Dtype::float64, 6), randn({3, 2, 3, 3}, Dtype::float64, 7)}, 1e-12,
                                1e-12);
@@ -393,14 +394,14 @@ TEST(Convolution2D, ChannelsLastInputsMatchReference) {
     expect_cpu_matches_reference(with_grads(conv_fn({.pad = 1})),
                                  {cl(randn({4, 16, 12, 12}, Dtype::float32, 1)),
                                   randn({32, 16, 3, 3}, Dtype::float32, 2), randn({32}, Dtype::float32, 3)},
-                                 1e-4, 1e-3);
+                                 576);
     expect_cpu_matches_reference(with_grads(conv_fn({.stride = 2, .groups = 2})),
                                  {randn({2, 8, 9, 10}, Dtype::float32, 4), randn({6, 4, 3, 3}, Dtype::float32, 5)},
-                                 1e-4, 1e-3);
+                                 36);
   }
   expect_cpu_matches_reference(with_grads(deconv_fn({.stride = 2, .pad = 1})),
                                {cl(randn({2, 8, 6, 6}, Dtype::float32, 6)), randn({8, 4, 4, 4}, Dtype::float32, 7)},
-                               1e-4, 1e-3);
+                               72);
   // float64 channels-last input: gradients checked numerically.
   check_backward(conv_fn({.pad = 1}),
                  {cl(randn({2, 3, 5, 5}, Dtype::float64, 8)), randn({4, 3, 3, 3}, Dtype::float64, 9)});

@@ -317,15 +317,16 @@ TEST(ConvolutionNd, MatchesChainer) {
                 kDilated);
 }
 
-// The cpu-vs-reference tolerances of the N-d cases allow for float32 sums of several 2-d convolutions
-// done in different orders (about 2e-6 at values near 16).
+// Each case's accumulation is the length of one output's sum: C / groups times the kernel's taps
+// (the N-d cases sum several 2-d convolutions, in a different order on each backend).
 TEST(ConvolutionNd, Conforms) {
   expect_conforms({.name = "convolution_1d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::convolution_1d(x, W, b, {.stride = 2, .pad = 1, .dilate = 2, .groups = 2});
                    }),
                    .shapes = {{2, 4, 9}, {6, 2, 3}, {6}},
-                   .batched = {true, false, false}});
+                   .batched = {true, false, false},
+                   .accumulation = 2 * 3 + 1});
   expect_conforms({.name = "convolution_3d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::convolution_3d(
@@ -335,8 +336,7 @@ TEST(ConvolutionNd, Conforms) {
                    .shapes = {{2, 4, 4, 3, 4}, {4, 2, 3, 2, 3}, {4}},
                    .batched = {true, false, false},
                    .big_leading = 40,
-                   .ref_rtol = 1e-4,
-                   .ref_atol = 1e-5});
+                   .accumulation = 2 * 3 * 2 * 3});  // C / groups * kd * kh * kw
   expect_conforms({.name = "convolution_nd (4 spatial axes)",
                    .f = binary_fn([](const Variable& x, const Variable& W) {
                      return F::convolution_nd(x, W, Variable(), {.stride = {1, 2, 1, 1}, .pad = {0, 1, 1, 0}});
@@ -344,15 +344,15 @@ TEST(ConvolutionNd, Conforms) {
                    .shapes = {{2, 2, 3, 4, 3, 2}, {2, 2, 2, 2, 2, 2}},
                    .batched = {true, false},
                    .big_leading = 20,
-                   .ref_rtol = 1e-4,
-                   .ref_atol = 1e-5});
+                   .accumulation = 2 * 16});  // C * 2^4
   expect_conforms({.name = "deconvolution_1d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::deconvolution_1d(
                          x, W, b, {.stride = 2, .pad = 1, .outsize = std::vector<int64_t>{10}, .groups = 2});
                    }),
                    .shapes = {{2, 4, 5}, {4, 3, 3}, {6}},
-                   .batched = {true, false, false}});
+                   .batched = {true, false, false},
+                   .accumulation = 2 * 3 + 1});
   expect_conforms({.name = "deconvolution_3d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::deconvolution_3d(x, W, b,
@@ -365,20 +365,21 @@ TEST(ConvolutionNd, Conforms) {
                    .shapes = {{2, 4, 2, 2, 2}, {4, 1, 3, 2, 2}, {2}},
                    .batched = {true, false, false},
                    .big_leading = 40,
-                   .ref_rtol = 1e-4,
-                   .ref_atol = 1e-5});
+                   .accumulation = 2 * 3 * 2 * 2});  // C / groups * kd * kh * kw
   expect_conforms({.name = "depthwise_convolution_2d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::depthwise_convolution_2d(x, W, b, 2, 1);
                    }),
                    .shapes = {{2, 3, 5, 5}, {2, 3, 3, 3}, {6}},
-                   .batched = {true, false, false}});
+                   .batched = {true, false, false},
+                   .accumulation = 3 * 3 + 1});
   expect_conforms({.name = "dilated_convolution_2d",
                    .f = fn3([](const Variable& x, const Variable& W, const Variable& b) {
                      return F::dilated_convolution_2d(x, W, b, 1, 2, 2);
                    }),
                    .shapes = {{2, 2, 6, 6}, {3, 2, 3, 3}, {3}},
-                   .batched = {true, false, false}});
+                   .batched = {true, false, false},
+                   .accumulation = 2 * 3 * 3 + 1});
 }
 
 // Where the N-d functions and the 2-d ones compute the same thing, they agree.
