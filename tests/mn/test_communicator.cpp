@@ -130,7 +130,9 @@ TEST(Communicator, Attributes) {
   EXPECT_EQ(comm.intra_size(), static_cast<int>(std::count(l.host.begin(), l.host.end(), l.host[r])));
   EXPECT_EQ(comm.intra_rank(), l.local[r]);
   // The simulated-host runs (scripts/netns-cluster, scripts/uts-host) say how many hosts they made.
-  if (const char* hosts = std::getenv("RENSA_TEST_HOSTS")) EXPECT_EQ(l.hosts, std::atoi(hosts));
+  if (const char* hosts = std::getenv("RENSA_TEST_HOSTS")) {
+    EXPECT_EQ(l.hosts, std::atoi(hosts));
+  }
   EXPECT_FALSE(comm.host().empty());
   EXPECT_TRUE(comm.check_collectives());
   Communicator alias = comm;  // a handle

@@ -128,8 +128,11 @@ TEST(Initializers, FillInPlaceThroughViews) {
   for (int64_t r = 0; r < 4; ++r) {
     for (int64_t c = 0; c < 6; ++c) {
       const float x = v[static_cast<std::size_t>(r * 6 + c)];
-      if (c % 2 == 1) EXPECT_EQ(x, 0.0f);
-      else EXPECT_NE(x, 0.0f);
+      if (c % 2 == 1) {
+        EXPECT_EQ(x, 0.0f);
+      } else {
+        EXPECT_NE(x, 0.0f);
+      }
     }
   }
 }
