@@ -19,12 +19,13 @@ namespace model_parallel {
 struct Flags {
   int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   double timeout = -1;
-  std::string out = "result", dataset_dir;
+  std::string out, dataset_dir;
 };
 
-/// Adds --epoch, --batchsize, --unit (described by `unit_help`), --out, --dataset-dir, --limit and
-/// --timeout.
-inline void add_flags(CLI::App& app, Flags& f, const char* unit_help) {
+/// Adds --epoch, --batchsize, --unit (described by `unit_help`), --out (default result/<program>: each
+/// example its own directory), --dataset-dir, --limit and --timeout.
+inline void add_flags(CLI::App& app, Flags& f, const char* program, const char* unit_help) {
+  f.out = std::string("result/") + program;
   app.add_option("-e,--epoch", f.epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", f.batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", f.unit, unit_help)->check(CLI::Range(1, 100000));

@@ -59,9 +59,10 @@ struct CNN : rensa::Chain {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN with channel-parallel convolutions on Fashion-MNIST"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   model_parallel::Flags f;
   f.unit = 64;
-  model_parallel::add_flags(app, f, "Channels of the split convolutions");
+  model_parallel::add_flags(app, f, "parallel_convolution", "Channels of the split convolutions");
   CLI11_PARSE(app, argc, argv);
 
   auto comm = model_parallel::communicator(f, argc, argv);

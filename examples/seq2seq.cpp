@@ -157,11 +157,12 @@ std::string digits(const std::vector<int32_t>& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an NStepLSTM encoder-decoder to reverse digit strings (rensa)"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   int64_t epoch = 20, batchsize = 64, unit = 128, layer = 1, train_size = 10000, test_size = 1000, max_length = 8;
   double dropout = 0.0;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result";
+  std::string out = "result/seq2seq";
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Sequence pairs per minibatch")->check(CLI::Range(1, 100000));
   app.add_option("-u,--unit", unit, "Units in the embeddings and LSTM layers")->check(CLI::Range(1, 100000));

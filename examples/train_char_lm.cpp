@@ -143,7 +143,8 @@ struct RNNLM : rensa::Chain {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a character-level LSTM language model with truncated BPTT (rensa)"};
-  std::string text_path = "/usr/share/common-licenses/GPL-3", out = "result";
+  app.option_defaults()->always_capture_default();  // --help shows every default
+  std::string text_path = "/usr/share/common-licenses/GPL-3", out = "result/train_char_lm";
   int64_t epoch = 20, batchsize = 32, bproplen = 35, unit = 128, layer = 2;
   double lr = 0.005, gradclip = 5.0, dropout = 0.2;
   uint64_t seed = 0;

@@ -47,11 +47,12 @@ using rensa_examples::ResNet;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a CNN or a ResNet on Fashion-MNIST (or MNIST-format files) with rensa"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   int64_t epoch = 20, batchsize = 64, unit = 128, limit = 0;
   uint64_t seed = 0;
   int threads = 1;
   bool bn_population = false;
-  std::string arch = "cnn", out = "result", resume, dataset_dir, dtype = "float32";
+  std::string arch = "cnn", out = "result/train_cnn", resume, dataset_dir, dtype = "float32";
   app.add_option("-a,--arch", arch, "Network: cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));

@@ -33,10 +33,11 @@ using rensa_examples::MLP;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an MLP on Fashion-MNIST (or MNIST-format files) with rensa"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result", resume, dataset_dir, communicator, grad_dtype = "float32", dtype = "float32";
+  std::string out = "result/train_mnist", resume, dataset_dir, communicator, grad_dtype = "float32", dtype = "float32";
   bool no_overlap = false, double_buffering = false;
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));

@@ -11,8 +11,9 @@ using model_parallel::Piece;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an MLP on Fashion-MNIST split across pairs of MPI ranks, the pairs data-parallel"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   model_parallel::Flags f;
-  model_parallel::add_flags(app, f, "Units in each hidden layer");
+  model_parallel::add_flags(app, f, "train_mnist_dual_parallel", "Units in each hidden layer");
   CLI11_PARSE(app, argc, argv);
 
   auto comm = model_parallel::communicator(f, argc, argv);

@@ -11,8 +11,9 @@ using model_parallel::Piece;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train an MLP split across MPI ranks on Fashion-MNIST (model parallelism)"};
+  app.option_defaults()->always_capture_default();  // --help shows every default
   model_parallel::Flags f;
-  model_parallel::add_flags(app, f, "Units in each hidden layer");
+  model_parallel::add_flags(app, f, "train_mnist_model_parallel", "Units in each hidden layer");
   CLI11_PARSE(app, argc, argv);
 
   auto comm = model_parallel::communicator(f, argc, argv);

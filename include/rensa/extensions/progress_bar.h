@@ -32,8 +32,11 @@ class ProgressBar : public training::Extension {
   void finalize(training::Trainer& trainer) override;
   std::string default_name() const override { return "ProgressBar"; }
 
-  /// Overrides the terminal detection (by default: `out` is std::cout or std::cerr and that
-  /// stream's file descriptor is a terminal).
+  /// Overrides the terminal detection. By default `out` is a terminal when it is std::cout or
+  /// std::cerr and the environment variable RENSA_TERMINAL is 1; when that is unset, a process
+  /// that mpirun started (Open MPI gives each rank a pseudo-terminal, whatever mpirun writes to)
+  /// assumes not, and any other asks whether that file descriptor is a terminal. ValueError (at the
+  /// first draw) for a RENSA_TERMINAL other than 0 or 1.
   void set_terminal(bool terminal) { terminal_ = terminal; }
 
  private:

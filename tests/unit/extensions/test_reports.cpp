@@ -26,6 +26,7 @@
 #include "rensa/optimizers/sgd.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/training/trainer.h"
+#include "src/extensions/terminal.h"
 #include "tests/unit/test_util.h"
 #include "tests/unit/training/training_test_util.h"
 
@@ -250,6 +251,28 @@ TEST(ProgressBar, RedrawsInPlaceOnATerminal) {
   EXPECT_EQ(text.substr(text.size() - 3), "\033[J");  // finalize clears the bar
   rensa::test::expect_error<rensa::ValueError>([] { E::ProgressBar(std::nullopt, 0); },
                                                {"ProgressBar", "update_interval"});
+}
+
+// Under mpirun every rank's stdout is a pseudo-terminal whatever mpirun writes to: only RENSA_TERMINAL
+// (which scripts/mpirun sets from its own stdout) makes the bar redraw there.
+TEST(ProgressBar, TerminalFromTheEnvironment) {
+  using rensa::extensions::detail::is_terminal;
+  for (const char* v : {"RENSA_TERMINAL", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"}) unsetenv(v);
+  std::ostringstream file;
+  EXPECT_FALSE(is_terminal(file));
+  EXPECT_EQ(is_terminal(std::cout), isatty(STDOUT_FILENO) == 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  EXPECT_FALSE(is_terminal(std::cout));
+  EXPECT_FALSE(is_terminal(std::cerr));
+  setenv("RENSA_TERMINAL", "1", 1);
+  EXPECT_TRUE(is_terminal(std::cout));
+  EXPECT_FALSE(is_terminal(file));
+  setenv("RENSA_TERMINAL", "0", 1);
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  EXPECT_FALSE(is_terminal(std::cerr));
+  setenv("RENSA_TERMINAL", "yes", 1);
+  rensa::test::expect_error<rensa::ValueError>([] { is_terminal(std::cout); }, {"RENSA_TERMINAL", "'yes'"});
+  unsetenv("RENSA_TERMINAL");
 }
 
 // --- observe_value / observe_lr ----------------------------------------------------------------
