@@ -13,6 +13,7 @@
 #include "rensa/mn.h"
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace model_parallel {
 
@@ -20,6 +21,7 @@ struct Flags {
   int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   double timeout = -1;
   std::string out, dataset_dir;
+  run_flags::Flags run;
 };
 
 /// Adds --epoch, --batchsize, --unit (described by `unit_help`), --out (default result/<program>: each
@@ -35,6 +37,7 @@ inline void add_flags(CLI::App& app, Flags& f, const char* program, const char* 
       ->check(CLI::Range(int64_t{0}, int64_t{60000}));
   app.add_option("--timeout", f.timeout, "Seconds a rank may wait in one communication (0: never)")
       ->check(CLI::Range(0.0, 1e9));
+  run_flags::add_flags(app, f.run);
 }
 
 /// The "flat" communicator over every rank, with the --timeout given.
@@ -55,11 +58,21 @@ inline std::pair<rensa::datasets::DatasetPtr, rensa::datasets::DatasetPtr> datas
   return {train, test};
 }
 
-/// LogReport and PrintReport of loss and accuracy (on the rank that logs).
+/// LogReport, PrintReport of loss and accuracy, and a progress bar (on the rank that logs).
 inline void extend_log(rensa::training::Trainer& trainer) {
   trainer.extend(rensa::extensions::LogReport());
   trainer.extend(rensa::extensions::PrintReport(
       {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
+  trainer.extend(rensa::extensions::ProgressBar());
+}
+
+/// Snapshots, --resume and the reaction to signals (run_flags::Run), then training. Returns main's
+/// status.
+inline int run(const char* program, rensa::training::Trainer& trainer, const Flags& f,
+               const rensa::mn::Communicator& comm) {
+  run_flags::Run run(program, trainer, f.run, comm);
+  if (!run.resume(static_cast<double>(f.epoch))) return 0;
+  return run.run();
 }
 
 /// A hidden layer of the split MLP: Linear + ReLU, then, on the last rank, the output layer.

@@ -85,6 +85,5 @@ int main(int argc, char** argv) {
   rensa::training::Trainer trainer(updater, {f.epoch, "epoch"}, f.out);
   trainer.extend(E::Evaluator(*test_iter, model));
   if (comm.rank() == 0) model_parallel::extend_log(trainer);
-  trainer.run();
-  return 0;
+  return model_parallel::run("parallel_convolution", trainer, f, comm);
 }

@@ -16,6 +16,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -172,12 +173,14 @@ int main(int argc, char** argv) {
   app.add_option("--max-length", max_length, "Longest digit string (lengths are uniform from 1)")
       ->check(CLI::Range(1, 1000));
   app.add_option("--dropout", dropout, "Dropout ratio between LSTM layers")->check(CLI::Range(0.0, 0.99));
-  app.add_option("-o,--out", out, "Directory for the log");
+  app.add_option("-o,--out", out, "Directory for the log and snapshots");
   app.add_option("--seed", seed, "Seed of the data, initialization and shuffling")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
           "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
+  run_flags::Flags rf;
+  run_flags::add_flags(app, rf);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -199,7 +202,10 @@ int main(int argc, char** argv) {
     trainer.extend(E::LogReport());
     trainer.extend(E::PrintReport(
         {"epoch", "iteration", "main/loss", "validation/main/loss", "validation/main/accuracy", "elapsed_time"}));
-    trainer.run();
+    trainer.extend(E::ProgressBar());
+    run_flags::Run run("seq2seq", trainer, rf);
+    if (!run.resume(static_cast<double>(epoch))) return 0;
+    if (const int status = run.run(); status != 0) return status;
 
     std::vector<std::vector<int32_t>> xs;
     for (int64_t i = 0; i < std::min<int64_t>(3, test->size()); ++i) xs.push_back(ids(test->get_example(i)[0]));

@@ -25,6 +25,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -158,12 +159,14 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr, "Adam's alpha")->check(CLI::PositiveNumber);
   app.add_option("-c,--gradclip", gradclip, "Clip the gradients' L2 norm to this")->check(CLI::PositiveNumber);
   app.add_option("--dropout", dropout, "Dropout ratio on each layer's input")->check(CLI::Range(0.0, 0.99));
-  app.add_option("-o,--out", out, "Directory for the log");
+  app.add_option("-o,--out", out, "Directory for the log and snapshots");
   app.add_option("--seed", seed, "Seed of initialization and dropout")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
           "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
+  run_flags::Flags rf;
+  run_flags::add_flags(app, rf);
   CLI11_PARSE(app, argc, argv);
 
   std::string text;
@@ -231,7 +234,10 @@ int main(int argc, char** argv) {
     });
     trainer.extend(log);
     trainer.extend(E::PrintReport({"epoch", "iteration", "perplexity", "val_perplexity", "elapsed_time"}));
-    trainer.run();
+    trainer.extend(E::ProgressBar());
+    run_flags::Run run("train_char_lm", trainer, rf);
+    if (!run.resume(static_cast<double>(epoch))) return 0;
+    return run.run();
   } catch (const rensa::Error& e) {
     std::cerr << "train_char_lm: " << e.what() << '\n';
     return 1;

@@ -32,6 +32,7 @@
 #include "large_batch_flags.h"
 #include "mixed_precision_flags.h"
 #include "models.h"
+#include "run_flags.h"
 #ifdef RENSA_WITH_MN
 #include "rensa/mn.h"
 #endif
@@ -52,13 +53,12 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   int threads = 1;
   bool bn_population = false;
-  std::string arch = "cnn", out = "result/train_cnn", resume, dataset_dir, dtype = "float32";
+  std::string arch = "cnn", out = "result/train_cnn", dataset_dir, dtype = "float32";
   app.add_option("-a,--arch", arch, "Network: cnn or resnet")->check(CLI::IsMember({"cnn", "resnet"}));
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in the hidden fully connected layer (cnn)")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
-  app.add_option("-r,--resume", resume, "Resume from this snapshot")->check(CLI::ExistingPath);
   app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e9));
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
 #endif
+  run_flags::Flags rf;
+  run_flags::add_flags(app, rf);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -220,18 +222,12 @@ int main(int argc, char** argv) {
           "bn_population", rensa::training::Trigger(1, "epoch"), rensa::training::kPriorityWriter + 1);
     }
 #ifdef RENSA_WITH_MN
-    std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;
     if (multi) {
       trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(test_iter, model), comm));
       trainer.extend(rensa::mn::ObservationAggregator(comm, {"main/loss", "main/accuracy"}));
-      mn_snapshot = rensa::mn::multi_node_snapshot(comm);
-      trainer.extend(mn_snapshot);
     }
 #endif
-    if (!multi) {
-      trainer.extend(E::Evaluator(test_iter, model));
-      trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
-    }
+    if (!multi) trainer.extend(E::Evaluator(test_iter, model));
     if (rank == 0) {  // one rank prints and writes the shared files
       trainer.extend(E::LogReport());
       trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
@@ -243,16 +239,12 @@ int main(int argc, char** argv) {
     }
 
 #ifdef RENSA_WITH_MN
-    if (!resume.empty() && multi) {
-      if (!mn_snapshot->maybe_load(trainer, resume)) {  // every rank reaches the same answer
-        if (rank == 0) rensa::mn::print_error_line("train_cnn", "no snapshot in '" + resume + "' that every rank has");
-        return 1;
-      }
-      resume.clear();
-    }
+    run_flags::Run run("train_cnn", trainer, rf, comm);
+#else
+    run_flags::Run run("train_cnn", trainer, rf);
 #endif
-    if (!resume.empty()) rensa::serializers::load_npz(resume, trainer);
-    trainer.run();
+    if (!run.resume(static_cast<double>(epoch))) return 0;
+    return run.run();
   } catch (const rensa::Error& e) {
 #ifdef RENSA_WITH_MN
     // A rank that returns while the others wait would hang the job: end it loudly instead (one line

@@ -24,6 +24,7 @@
 #include "large_batch_flags.h"
 #include "mixed_precision_flags.h"
 #include "models.h"
+#include "run_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -37,16 +38,12 @@ int main(int argc, char** argv) {
   int64_t epoch = 20, batchsize = 100, unit = 1000, limit = 0;
   uint64_t seed = 0;
   int threads = 1;
-  std::string out = "result/train_mnist", resume, dataset_dir, communicator, grad_dtype = "float32", dtype = "float32";
+  std::string out = "result/train_mnist", dataset_dir, communicator, grad_dtype = "float32", dtype = "float32";
   bool no_overlap = false, double_buffering = false;
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in each hidden layer")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
-  app.add_option("-r,--resume", resume,
-                 "Resume from this snapshot (with --communicator: from the newest one every rank has in this "
-                 "directory)")
-      ->check(CLI::ExistingPath);
   app.add_option("--seed", seed, "Seed of initialization and shuffling")->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
           "UINT64"));
@@ -75,6 +72,8 @@ int main(int argc, char** argv) {
   large_batch::add_flags(app, lb, "adam",
                          "momentum_sgd 0.01, adam 0.001, lars 1.0, lamb 0.01, rmsprop_warmup 0.01");
   mixed_precision::add_flag(app, dtype);
+  run_flags::Flags rf;
+  run_flags::add_flags(app, rf);
   CLI11_PARSE(app, argc, argv);
 
   rensa::mn::Communicator comm;  // valid with --communicator: this process is one rank of an MPI job
@@ -126,15 +125,11 @@ int main(int argc, char** argv) {
       trainer.extend(schedule);
     }
 
-    std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot;
     if (multi) {
       trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(test_iter, model), comm));
       trainer.extend(rensa::mn::ObservationAggregator(comm, {"main/loss", "main/accuracy"}));
-      mn_snapshot = rensa::mn::multi_node_snapshot(comm);
-      trainer.extend(mn_snapshot);
     } else {
       trainer.extend(E::Evaluator(test_iter, model));
-      trainer.extend(E::snapshot(), rensa::training::Trigger(1, "epoch"));
     }
     if (!multi || comm.rank() == 0) {  // one rank prints and writes the shared files
       std::cout << "train_mnist: " << lb.optimizer << ", " << large_batch::lr_name(lb) << " " << lr
@@ -148,20 +143,9 @@ int main(int argc, char** argv) {
       trainer.extend(E::ProgressBar());
     }
 
-    if (!resume.empty() && multi) {
-      const auto loaded = mn_snapshot->maybe_load(trainer, resume);  // every rank reaches the same answer
-      if (!loaded) {
-        if (comm.rank() == 0) {
-          rensa::mn::print_error_line("train_mnist", "no snapshot in '" + resume + "' that every rank has");
-        }
-        return 1;
-      }
-      if (comm.rank() == 0) std::cout << "train_mnist: resumed from iteration " << *loaded << std::endl;
-    } else if (!resume.empty()) {
-      rensa::serializers::load_npz(resume, trainer);
-      std::cout << "train_mnist: resumed from iteration " << updater.iteration() << std::endl;
-    }
-    trainer.run();
+    run_flags::Run run("train_mnist", trainer, rf, comm);
+    if (!run.resume(static_cast<double>(epoch))) return 0;
+    return run.run();
   } catch (const rensa::Error& e) {
     // A rank that returns while the others wait would hang the job: end it loudly instead (one line
     // naming the rank and host, then the job is aborted).

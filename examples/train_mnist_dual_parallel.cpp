@@ -51,6 +51,5 @@ int main(int argc, char** argv) {
   rensa::training::Trainer trainer(updater, {f.epoch, "epoch"}, f.out);
   trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(test_iter, *target), data_comm));
   if (comm.rank() == 0) model_parallel::extend_log(trainer);
-  trainer.run();
-  return 0;
+  return model_parallel::run("train_mnist_dual_parallel", trainer, f, comm);
 }

@@ -45,6 +45,5 @@ int main(int argc, char** argv) {
   rensa::training::Trainer trainer(updater, {f.epoch, "epoch"}, f.out);
   trainer.extend(E::Evaluator(test_iter, *target));
   if (rank == 0) model_parallel::extend_log(trainer);
-  trainer.run();
-  return 0;
+  return model_parallel::run("train_mnist_model_parallel", trainer, f, comm);
 }

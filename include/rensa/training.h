@@ -77,4 +77,5 @@
 #include "rensa/extensions/progress_bar.h"
 #include "rensa/extensions/shifts.h"
 #include "rensa/extensions/snapshot.h"
+#include "rensa/extensions/stop_on_signal.h"
 #include "rensa/extensions/value_observation.h"

@@ -1,5 +1,6 @@
 #include "rensa/extensions/snapshot.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -110,15 +111,57 @@ void Snapshot::operator()(training::Trainer& trainer) {
     trainer.serialize(s);
   }
   serializers::write_npz(path, s.target());
-  if (written_.empty() || written_.back() != path) written_.push_back(path);
-  if (n_retains_ > 0) {
-    while (written_.size() > static_cast<std::size_t>(n_retains_)) {
-      std::error_code ec;
-      std::filesystem::remove(written_.front(), ec);
-      if (ec) std::cerr << "snapshot: cannot remove old snapshot '" << written_.front() << "': " << ec.message() << "\n";
-      written_.pop_front();
-    }
+  if (n_retains_ <= 0) return;
+  // As Chainer: every file of the pattern in the directory counts, those of an earlier run too.
+  std::vector<std::string> files = find_snapshots(filename_, trainer.out());
+  for (std::size_t i = 0; i + static_cast<std::size_t>(n_retains_) < files.size(); ++i) {
+    if (files[i] == path) continue;
+    std::error_code ec;
+    std::filesystem::remove(files[i], ec);
+    if (ec) std::cerr << "snapshot: cannot remove old snapshot '" << files[i] << "': " << ec.message() << "\n";
   }
+}
+
+std::string Snapshot::resume(training::Trainer& trainer, const std::string& path) const {
+  std::string file = path;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto latest = find_latest_snapshot(filename_, path);
+    RENSA_CHECK(latest.has_value(), IOError, "snapshot: no snapshot in '", path, "' (files named like '", filename_,
+                "')");
+    file = *latest;
+  }
+  serializers::load_npz(file, trainer);
+  return file;
+}
+
+std::vector<std::string> find_snapshots(const std::string& pattern, const std::string& directory) {
+  const std::filesystem::path p(pattern);
+  const std::string dir_part = p.parent_path().string();
+  RENSA_CHECK(dir_part.find('{') == std::string::npos, ValueError, "find_snapshots: the pattern '", pattern,
+              "' has fields in its directory part");
+  const std::string file_part = p.filename().string();
+  const std::filesystem::path dir = std::filesystem::path(directory) / dir_part;
+  std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!filename_matches(file_part, name)) continue;
+    std::error_code fec;
+    if (!it->is_regular_file(fec)) continue;
+    const auto mtime = it->last_write_time(fec);
+    if (!fec) found.emplace_back(mtime, it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+std::optional<std::string> find_latest_snapshot(const std::string& pattern, const std::string& directory) {
+  std::vector<std::string> files = find_snapshots(pattern, directory);
+  if (files.empty()) return std::nullopt;
+  return files.back();
 }
 
 Snapshot snapshot(std::string filename, training::Trigger trigger, int n_retains) {

@@ -99,8 +99,54 @@ void MultiNodeSnapshot::operator()(training::Trainer& trainer) {
   }
 }
 
+std::optional<int64_t> MultiNodeSnapshot::iteration_of_any_rank(std::string_view file) const {
+  const std::size_t at = file.rfind("_rank_");
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string tail = "_of_" + std::to_string(comm_.size()) + ".npz";
+  const std::size_t digits_from = at + 6;
+  if (file.size() <= digits_from + tail.size() || file.compare(file.size() - tail.size(), tail.size(), tail) != 0) {
+    return std::nullopt;
+  }
+  const std::string_view rank = file.substr(digits_from, file.size() - tail.size() - digits_from);
+  if (rank.empty() || rank.size() > 9 || !std::all_of(rank.begin(), rank.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      })) {
+    return std::nullopt;
+  }
+  if (std::stoll(std::string(rank)) >= comm_.size()) return std::nullopt;
+  // The same name with this rank's number.
+  return iteration_of(std::string(file.substr(0, at)) + "_rank_" + std::to_string(comm_.rank()) + tail);
+}
+
+int64_t MultiNodeSnapshot::resume(training::Trainer& trainer, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto loaded = maybe_load(trainer, path);
+    RENSA_CHECK(loaded.has_value(), IOError, "multi_node_snapshot: no snapshot in '", path, "' that all ",
+                comm_.size(), " ranks have (files ", options_.name, "_iter_<n>_rank_<r>_of_", comm_.size(), ".npz)");
+    return *loaded;
+  }
+  const std::filesystem::path file(path);
+  const auto iteration = iteration_of_any_rank(file.filename().string());
+  RENSA_CHECK(iteration.has_value(), ValueError, "multi_node_snapshot: '", path,
+              "' is neither a directory nor a snapshot file of ", comm_.size(), " ranks (", options_.name,
+              "_iter_<n>_rank_<r>_of_", comm_.size(), ".npz)");
+  const std::string directory = file.has_parent_path() ? file.parent_path().string() : ".";
+  const auto loaded = maybe_load(trainer, directory, *iteration);
+  RENSA_CHECK(loaded.has_value(), IOError, "multi_node_snapshot: iteration ", *iteration, " of '", path,
+              "': not every one of the ", comm_.size(), " ranks has a readable file of it in '", directory, "'");
+  return *loaded;
+}
+
 std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer, const std::string& directory) {
-  const std::vector<std::string> lists = comm_.allgather_bytes(encode(local_iterations(trainer, directory)));
+  return maybe_load(trainer, directory, -1);
+}
+
+std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer, const std::string& directory,
+                                                     int64_t iteration) {
+  std::vector<int64_t> mine = local_iterations(trainer, directory);
+  if (iteration >= 0) std::erase_if(mine, [iteration](int64_t it) { return it != iteration; });
+  const std::vector<std::string> lists = comm_.allgather_bytes(encode(mine));
   std::set<int64_t> common;
   for (std::size_t r = 0; r < lists.size(); ++r) {
     const std::vector<int64_t> its = decode(lists[r]);
@@ -134,6 +180,19 @@ std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer,
     return *it;
   }
   return std::nullopt;
+}
+
+std::shared_ptr<extensions::StopOnSignal> stop_on_signal(Communicator comm,
+                                                         std::shared_ptr<MultiNodeSnapshot> snapshot) {
+  auto save = [snapshot](training::Trainer& trainer) -> std::string {
+    if (snapshot == nullptr) return "";
+    (*snapshot)(trainer);
+    return snapshot->path_for(trainer, trainer.updater().iteration());
+  };
+  auto any_rank = [comm](int sig) mutable {
+    return comm.allreduce(Array::from_vector(std::vector<int32_t>{sig}), ReduceOp::max).to_vector<int32_t>()[0];
+  };
+  return std::make_shared<extensions::StopOnSignal>(save, any_rank);
 }
 
 std::shared_ptr<MultiNodeSnapshot> multi_node_snapshot(Communicator comm, MultiNodeSnapshotOptions options) {

@@ -3,11 +3,12 @@
 /// snapshot and snapshot_object: save the trainer (or any serializable object) to an .npz file
 /// (Chainer's snapshot extensions). Resume with Trainer::resume(path) or serializers::load_npz.
 
-#include <deque>
+#include <optional>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "rensa/serializers/npz.h"
 #include "rensa/serializers/serializer.h"
@@ -22,8 +23,9 @@ namespace rensa::extensions {
 /// writer and reader of the same iteration, so the snapshot holds their state.
 class Snapshot : public training::Extension {
  public:
-  /// `target` null: the trainer itself. `n_retains` > 0 keeps only the newest n files this
-  /// extension wrote (older ones are deleted); -1 keeps all.
+  /// `target` null: the trainer itself. `n_retains` > 0 keeps only the newest n files of the
+  /// pattern in the directory, as Chainer does (older ones, those of an earlier run included, are
+  /// deleted after each write); -1 keeps all.
   Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename, training::Trigger trigger,
            int n_retains = -1, std::string default_name = "snapshot");
 
@@ -37,6 +39,12 @@ class Snapshot : public training::Extension {
 
   /// The path the next call would write (for the trainer's current state).
   std::string path_for(const training::Trainer& trainer) const;
+  /// Loads `path` into `trainer`: a snapshot file, or a directory whose newest file of this
+  /// extension's pattern is taken (find_latest_snapshot). Returns the file loaded. IOError naming
+  /// the directory and the pattern when it holds none (and as serializers::load_npz for a file).
+  std::string resume(training::Trainer& trainer, const std::string& path) const;
+  /// The file name pattern, relative to the trainer's out directory.
+  const std::string& filename() const { return filename_; }
 
  private:
   std::function<void(serializers::Serializer&)> target_;
@@ -44,7 +52,6 @@ class Snapshot : public training::Extension {
   training::Trigger trigger_;
   int n_retains_;
   std::string default_name_;
-  std::deque<std::string> written_;
 };
 
 /// Snapshots the whole trainer (updater with model, optimizer and iterator; triggers; extensions;
@@ -65,5 +72,14 @@ std::string format_filename(const std::string& pattern, const training::Trainer&
 /// True when `name` is a file name format_filename could make from `pattern` (each field stands
 /// for one or more characters other than '/').
 bool filename_matches(std::string_view pattern, std::string_view name);
+
+/// The files in `directory` that `pattern` could have made (filename_matches; a directory part of
+/// the pattern is taken literally), oldest first by modification time, then by path. Empty when
+/// there are none or the directory does not exist. ValueError for fields in the pattern's
+/// directory part.
+std::vector<std::string> find_snapshots(const std::string& pattern, const std::string& directory);
+/// The newest of find_snapshots (Chainer's choice for resuming: the latest written), or
+/// std::nullopt.
+std::optional<std::string> find_latest_snapshot(const std::string& pattern, const std::string& directory);
 
 }  // namespace rensa::extensions

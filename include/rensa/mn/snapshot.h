@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rensa/extensions/stop_on_signal.h"
 #include "rensa/mn/communicator.h"
 #include "rensa/training/extension.h"
 #include "rensa/training/triggers.h"
@@ -54,6 +55,15 @@ class MultiNodeSnapshot : public training::Extension {
   /// iteration, or std::nullopt (trainer untouched) when there is none. Collective: call it on every
   /// rank after registering the extensions and before Trainer::run.
   std::optional<int64_t> maybe_load(training::Trainer& trainer, const std::string& directory = "");
+  /// maybe_load restricted to `iteration`.
+  std::optional<int64_t> maybe_load(training::Trainer& trainer, const std::string& directory, int64_t iteration);
+
+  /// Resumes from `path`, which is either a directory (the newest iteration every rank has there,
+  /// as maybe_load) or any rank's snapshot file (its iteration, every rank loading its own file of
+  /// that iteration from the same directory). Returns the iteration loaded. IOError naming the path
+  /// when no iteration fits (on every rank alike); ValueError for a file name that is not one of
+  /// these snapshots for this number of ranks. Collective.
+  int64_t resume(training::Trainer& trainer, const std::string& path);
 
   /// Iterations this rank has files for in `directory` (default: where this extension writes),
   /// ascending.
@@ -63,6 +73,8 @@ class MultiNodeSnapshot : public training::Extension {
   std::string path_for(const training::Trainer& trainer, int64_t iteration, const std::string& directory = "") const;
   /// The iteration of a file name of this rank's snapshots, or std::nullopt for any other name.
   std::optional<int64_t> iteration_of(std::string_view file) const;
+  /// The iteration of a file name of any rank's snapshots of this number of ranks, or std::nullopt.
+  std::optional<int64_t> iteration_of_any_rank(std::string_view file) const;
 
  private:
   std::string directory_of(const training::Trainer& trainer, const std::string& directory) const;
@@ -70,6 +82,12 @@ class MultiNodeSnapshot : public training::Extension {
   Communicator comm_;
   MultiNodeSnapshotOptions options_;
 };
+
+/// extensions::StopOnSignal for every rank of `comm`: each iteration the ranks agree (a one-element
+/// allreduce) whether any received SIGINT or SIGTERM, so all stop after the same iteration, each
+/// writing its file of that iteration through `snapshot` (null: none is written).
+std::shared_ptr<extensions::StopOnSignal> stop_on_signal(Communicator comm,
+                                                         std::shared_ptr<MultiNodeSnapshot> snapshot);
 
 /// Makes the checkpointing extension. Keep the pointer to call maybe_load:
 ///   auto snap = mn::multi_node_snapshot(comm);

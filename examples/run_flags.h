@@ -1,0 +1,134 @@
+#pragma once
+// What every training example does alike about the life of a run: --resume (a snapshot file, or a
+// directory whose newest snapshot is taken; in one process and under mpirun alike), --keep-snapshots,
+// and Ctrl-C or SIGTERM (the step under way finishes, a snapshot is written, a line says how to go
+// on, and the exit status is 128 + the signal).
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "rensa/training.h"
+#ifdef RENSA_WITH_MN
+#include "rensa/mn.h"
+#endif
+
+namespace run_flags {
+
+struct Flags {
+  std::string resume;
+  int keep_snapshots = 3;
+};
+
+/// Adds --resume and --keep-snapshots.
+inline void add_flags(CLI::App& app, Flags& f) {
+  app.add_option("-r,--resume", f.resume,
+                 "Resume from this snapshot file, or from the newest snapshot in this directory (under mpirun: "
+                 "the newest iteration every rank has)")
+      ->check(CLI::ExistingPath);
+  app.add_option("--keep-snapshots", f.keep_snapshots,
+                 "Snapshots kept, the newest ones (one per epoch; per rank under mpirun); -1 keeps all")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            try {
+              const long long n = std::stoll(v);
+              return n == -1 || n > 0 ? std::string() : std::string("must be -1 or positive");
+            } catch (const std::exception&) {
+              return std::string("must be an integer");
+            }
+          },
+          "N"));
+}
+
+/// The snapshots of a run and what it does on SIGINT, SIGTERM and mpirun's SIGUSR1. Build it after
+/// the trainer's other extensions are registered and before calling resume.
+class Run {
+ public:
+  /// One process: one snapshot file per epoch.
+  Run(std::string program, rensa::training::Trainer& trainer, const Flags& flags)
+      : program_(std::move(program)), trainer_(trainer), flags_(flags) {
+    add_snapshot();
+  }
+#ifdef RENSA_WITH_MN
+  /// With a valid `comm`, every rank writes its own file per epoch and all ranks stop after the same
+  /// iteration; otherwise as in one process.
+  Run(std::string program, rensa::training::Trainer& trainer, const Flags& flags, rensa::mn::Communicator comm)
+      : program_(std::move(program)), trainer_(trainer), flags_(flags), comm_(std::move(comm)) {
+    if (!comm_.valid()) {
+      add_snapshot();
+      return;
+    }
+    mn_snapshot_ = rensa::mn::multi_node_snapshot(comm_, {.n_retains = flags.keep_snapshots});
+    trainer.extend(mn_snapshot_);
+    trainer.extend(rensa::mn::stop_on_signal(comm_, mn_snapshot_));
+  }
+#endif
+
+  /// Loads --resume when given and says from where. False (having said why) when the run it resumes
+  /// has already trained its `epochs`.
+  bool resume(double epochs) {
+    if (flags_.resume.empty()) return true;
+    std::string from;
+#ifdef RENSA_WITH_MN
+    if (mn_snapshot_) {
+      from = flags_.resume + " (iteration " + std::to_string(mn_snapshot_->resume(trainer_, flags_.resume)) + ")";
+    }
+#endif
+    if (from.empty()) from = snapshot_->resume(trainer_, flags_.resume);
+    const auto& updater = trainer_.updater();
+    say("resumed from " + from + " at epoch " + std::to_string(updater.epoch()));
+    if (updater.epoch_detail() < epochs) return true;
+    say("that run has finished its " + std::to_string(updater.epoch()) +
+        " epochs: nothing left to train (give a larger --epoch to train on)");
+    return false;
+  }
+
+  /// Runs the trainer. Returns 0, or 128 + the signal when a signal stopped it, having said where
+  /// the snapshot is and how to go on from it.
+  int run() {
+    try {
+      trainer_.run();
+      return 0;
+    } catch (const rensa::extensions::Interrupted& e) {
+      say(e.what());
+      if (!e.snapshot_path().empty()) say("continue with --resume " + trainer_.out());
+#ifdef RENSA_WITH_MN
+      // SIGUSR1 is scripts/mpirun's stop request: mpirun reports the status of its own signal, and a
+      // rank's non-zero status would only add Open MPI's banner about a failed process.
+      if (comm_.valid() && e.signal() == SIGUSR1) return 0;
+#endif
+      return e.exit_code();
+    }
+  }
+
+ private:
+  void add_snapshot() {
+    snapshot_ = std::make_shared<rensa::extensions::Snapshot>(
+        rensa::extensions::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, flags_.keep_snapshots));
+    trainer_.extend(snapshot_);
+    trainer_.extend(std::make_shared<rensa::extensions::StopOnSignal>([snapshot = snapshot_](rensa::training::Trainer& t) {
+      (*snapshot)(t);
+      return snapshot->path_for(t);
+    }));
+  }
+
+  void say(const std::string& line) const {
+#ifdef RENSA_WITH_MN
+    if (comm_.valid() && comm_.rank() != 0) return;
+#endif
+    std::cout << program_ << ": " << line << std::endl;
+  }
+
+  std::string program_;
+  rensa::training::Trainer& trainer_;
+  Flags flags_;
+  std::shared_ptr<rensa::extensions::Snapshot> snapshot_;
+#ifdef RENSA_WITH_MN
+  rensa::mn::Communicator comm_;
+  std::shared_ptr<rensa::mn::MultiNodeSnapshot> mn_snapshot_;
+#endif
+};
+
+}  // namespace run_flags
