@@ -80,9 +80,8 @@ int main(int argc, char** argv) {
     const std::size_t i = static_cast<std::size_t>(step++ % kBatches);
     optimizer.update([&] { return model.loss(xs[i], ts[i]); });
   };
-  const std::string label = "lstm-lm vocab " + std::to_string(vocab) + " embed " + std::to_string(embed) +
-                            " hidden " + std::to_string(hidden) + "x" + std::to_string(layers) + " steps " +
-                            std::to_string(steps);
+  const std::string label = "lstm-lm vocab " + std::to_string(vocab) + " embed " + std::to_string(embed) + " hidden " +
+                            std::to_string(hidden) + "x" + std::to_string(layers) + " steps " + std::to_string(steps);
   rensa_bench::time_steps(label, o, train_step);
   return 0;
 }

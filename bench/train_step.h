@@ -3,7 +3,6 @@
 // batches, and the timed loop. Each step is optimizer.update(model({x, t})) on batches already in
 // memory; the rate is samples per second, reported as min/median/max over the repeats.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

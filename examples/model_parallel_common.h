@@ -3,7 +3,6 @@
 // the pieces of the split MLP.
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <memory>

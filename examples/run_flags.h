@@ -4,7 +4,6 @@
 // and Ctrl-C or SIGTERM (the step under way finishes, a snapshot is written, a line says how to go
 // on, and the exit status is 128 + the signal).
 #include <CLI/CLI.hpp>
-
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -108,10 +107,11 @@ class Run {
     snapshot_ = std::make_shared<rensa::extensions::Snapshot>(
         rensa::extensions::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, flags_.keep_snapshots));
     trainer_.extend(snapshot_);
-    trainer_.extend(std::make_shared<rensa::extensions::StopOnSignal>([snapshot = snapshot_](rensa::training::Trainer& t) {
-      (*snapshot)(t);
-      return snapshot->path_for(t);
-    }));
+    trainer_.extend(
+        std::make_shared<rensa::extensions::StopOnSignal>([snapshot = snapshot_](rensa::training::Trainer& t) {
+          (*snapshot)(t);
+          return snapshot->path_for(t);
+        }));
   }
 
   void say(const std::string& line) const {

@@ -27,11 +27,11 @@
 #include <memory>
 #include <vector>
 
-#include "rensa/rensa.h"
-#include "rensa/training.h"
 #include "large_batch_flags.h"
 #include "mixed_precision_flags.h"
 #include "models.h"
+#include "rensa/rensa.h"
+#include "rensa/training.h"
 #include "run_flags.h"
 #ifdef RENSA_WITH_MN
 #include "rensa/mn.h"
@@ -233,8 +233,8 @@ int main(int argc, char** argv) {
       trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
       trainer.extend(
           E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
-      trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
-                                     "validation/main/accuracy", "elapsed_time"}));
+      trainer.extend(E::PrintReport(
+          {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
       trainer.extend(E::ProgressBar());
     }
 

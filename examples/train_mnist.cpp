@@ -11,19 +11,18 @@
 // Data-parallel over MPI (each rank trains on its shard; gradients are averaged over ranks):
 //   mpirun -n 2 build/release/examples/train_mnist --communicator flat
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <map>
 
-#include "rensa/mn.h"
-#include "rensa/rensa.h"
-#include "rensa/training.h"
 #include "large_batch_flags.h"
 #include "mixed_precision_flags.h"
 #include "models.h"
+#include "rensa/mn.h"
+#include "rensa/rensa.h"
+#include "rensa/training.h"
 #include "run_flags.h"
 
 namespace F = rensa::functions;
@@ -44,7 +43,8 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in each hidden layer")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization and shuffling")->check(CLI::Validator(
+  app.add_option("--seed", seed, "Seed of initialization and shuffling")
+      ->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
           "UINT64"));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
@@ -69,8 +69,7 @@ int main(int argc, char** argv) {
   large_batch::Flags lb;
   const std::map<std::string, double> default_lr = {
       {"momentum_sgd", 0.01}, {"adam", 0.001}, {"lars", 1.0}, {"lamb", 0.01}, {"rmsprop_warmup", 0.01}};
-  large_batch::add_flags(app, lb, "adam",
-                         "momentum_sgd 0.01, adam 0.001, lars 1.0, lamb 0.01, rmsprop_warmup 0.01");
+  large_batch::add_flags(app, lb, "adam", "momentum_sgd 0.01, adam 0.001, lars 1.0, lamb 0.01, rmsprop_warmup 0.01");
   mixed_precision::add_flag(app, dtype);
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);
@@ -132,14 +131,14 @@ int main(int argc, char** argv) {
       trainer.extend(E::Evaluator(test_iter, model));
     }
     if (!multi || comm.rank() == 0) {  // one rank prints and writes the shared files
-      std::cout << "train_mnist: " << lb.optimizer << ", " << large_batch::lr_name(lb) << " " << lr
-                << ", global batch " << batchsize * n_ranks << std::endl;
+      std::cout << "train_mnist: " << lb.optimizer << ", " << large_batch::lr_name(lb) << " " << lr << ", global batch "
+                << batchsize * n_ranks << std::endl;
       trainer.extend(E::LogReport());
       trainer.extend(E::PlotReport({"main/loss", "validation/main/loss"}, "epoch", {1, "epoch"}, "loss.png"));
       trainer.extend(
           E::PlotReport({"main/accuracy", "validation/main/accuracy"}, "epoch", {1, "epoch"}, "accuracy.png"));
-      trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "main/accuracy",
-                                     "validation/main/accuracy", "elapsed_time"}));
+      trainer.extend(E::PrintReport(
+          {"epoch", "main/loss", "validation/main/loss", "main/accuracy", "validation/main/accuracy", "elapsed_time"}));
       trainer.extend(E::ProgressBar());
     }
 

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::shared_ptr<rensa::Link> target = model;  // what the optimizer trains and the evaluator runs
   if (rank == 0) {
     model->add_link(model_parallel::first_layer(f.unit), std::nullopt, 1);  // x -> rank 1
-    model->add_link(std::make_shared<Identity>(), n - 1, std::nullopt);  // rank n-1 -> the output
+    model->add_link(std::make_shared<Identity>(), n - 1, std::nullopt);     // rank n-1 -> the output
     target = std::make_shared<rensa::links::Classifier>(model);
   } else {
     model->add_link(std::make_shared<Piece>(f.unit, rank == n - 1), rank - 1, (rank + 1) % n);

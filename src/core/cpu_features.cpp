@@ -107,7 +107,9 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
-std::string cpu_isa_cap() { return kIsaCaps[isa_cap_index()]; }
+std::string cpu_isa_cap() {
+  return kIsaCaps[isa_cap_index()];
+}
 
 std::string cpu_description() {
   const CpuFeatures& f = cpu_features();

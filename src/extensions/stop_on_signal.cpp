@@ -1,9 +1,9 @@
 #include "rensa/extensions/stop_on_signal.h"
 
 #include <atomic>
-#include <vector>
 #include <csignal>
 #include <cstdio>
+#include <vector>
 
 #include "rensa/core/threading.h"
 #include "rensa/training/trainer.h"
@@ -66,7 +66,9 @@ const char* signal_name(int sig) {
 StopOnSignal::StopOnSignal(std::function<std::string(training::Trainer&)> save, std::function<int(int)> any_rank)
     : save_(std::move(save)), any_rank_(std::move(any_rank)) {}
 
-StopOnSignal::~StopOnSignal() { restore(); }
+StopOnSignal::~StopOnSignal() {
+  restore();
+}
 
 void StopOnSignal::initialize(training::Trainer&) {
   RENSA_CHECK(!active.exchange(true), Error,
@@ -97,7 +99,9 @@ void StopOnSignal::operator()(training::Trainer& trainer) {
   throw Interrupted(sig, message, path);
 }
 
-void StopOnSignal::finalize(training::Trainer&) { restore(); }
+void StopOnSignal::finalize(training::Trainer&) {
+  restore();
+}
 
 void StopOnSignal::restore() {
   if (!installed_) return;
@@ -106,6 +110,8 @@ void StopOnSignal::restore() {
   active = false;
 }
 
-int StopOnSignal::received() { return received_signal; }
+int StopOnSignal::received() {
+  return received_signal;
+}
 
 }  // namespace rensa::extensions

@@ -51,8 +51,7 @@ std::string MultiNodeSnapshot::path_for(const training::Trainer& trainer, int64_
 
 std::optional<int64_t> MultiNodeSnapshot::iteration_of(std::string_view file) const {
   const std::string prefix = options_.name + "_iter_";
-  const std::string suffix =
-      "_rank_" + std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+  const std::string suffix = "_rank_" + std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
   if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
       file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;
@@ -108,9 +107,8 @@ std::optional<int64_t> MultiNodeSnapshot::iteration_of_any_rank(std::string_view
     return std::nullopt;
   }
   const std::string_view rank = file.substr(digits_from, file.size() - tail.size() - digits_from);
-  if (rank.empty() || rank.size() > 9 || !std::all_of(rank.begin(), rank.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  if (rank.empty() || rank.size() > 9 ||
+      !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   if (std::stoll(std::string(rank)) >= comm_.size()) return std::nullopt;
@@ -122,8 +120,8 @@ int64_t MultiNodeSnapshot::resume(training::Trainer& trainer, const std::string&
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     const auto loaded = maybe_load(trainer, path);
-    RENSA_CHECK(loaded.has_value(), IOError, "multi_node_snapshot: no snapshot in '", path, "' that all ",
-                comm_.size(), " ranks have (files ", options_.name, "_iter_<n>_rank_<r>_of_", comm_.size(), ".npz)");
+    RENSA_CHECK(loaded.has_value(), IOError, "multi_node_snapshot: no snapshot in '", path, "' that all ", comm_.size(),
+                " ranks have (files ", options_.name, "_iter_<n>_rank_<r>_of_", comm_.size(), ".npz)");
     return *loaded;
   }
   const std::filesystem::path file(path);

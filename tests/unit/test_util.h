@@ -13,8 +13,7 @@
 namespace rensa::test {
 
 /// Random normal array (seeded) of a floating dtype on `device`.
-inline Array randn(const Shape& shape, Dtype dtype = Dtype::float64, uint64_t seed = 1,
-                   Device device = Device::cpu()) {
+inline Array randn(const Shape& shape, Dtype dtype = Dtype::float64, uint64_t seed = 1, Device device = Device::cpu()) {
   Generator g(seed);
   return random::normal(shape, 0.0, 1.0, dtype, device, &g);
 }
@@ -28,9 +27,8 @@ inline Array randu(const Shape& shape, double lo, double hi, Dtype dtype = Dtype
 
 /// Runs `f` on the cpu and on the reference backend with the same inputs and expects equal outputs
 /// within `tol` (see tolerance.h); a failure names the output, the worst element and the tolerance.
-inline void expect_cpu_matches_reference(
-    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
-    const Tolerance& tol) {
+inline void expect_cpu_matches_reference(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
+                                         const std::vector<Array>& inputs, const Tolerance& tol) {
   std::vector<Variable> on_cpu, on_ref;
   for (const auto& a : inputs) {
     on_cpu.emplace_back(a.is_null() ? a : a.to(Device::cpu()));
@@ -42,16 +40,15 @@ inline void expect_cpu_matches_reference(
   for (std::size_t i = 0; i < yc.size(); ++i) {
     ASSERT_EQ(yc[i].shape(), yr[i].shape()) << "output " << i;
     ASSERT_EQ(yc[i].dtype(), yr[i].dtype()) << "output " << i;
-    EXPECT_TRUE(close_within(yc[i].array(), yr[i].array(), tol)) << "output " << i << " of shape " << yc[i].shape()
-                                                                 << ", " << yc[i].dtype() << ", cpu against reference";
+    EXPECT_TRUE(close_within(yc[i].array(), yr[i].array(), tol))
+        << "output " << i << " of shape " << yc[i].shape() << ", " << yc[i].dtype() << ", cpu against reference";
   }
 }
 
 /// The same with the tolerance of outputs that are sums of at most `accumulation` terms in the first
 /// floating input's dtype (reference_tolerance).
-inline void expect_cpu_matches_reference(
-    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
-    int64_t accumulation = 1) {
+inline void expect_cpu_matches_reference(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
+                                         const std::vector<Array>& inputs, int64_t accumulation = 1) {
   Dtype dtype = Dtype::float32;
   for (const auto& a : inputs) {
     if (!a.is_null() && is_floating(a.dtype())) {
@@ -64,9 +61,8 @@ inline void expect_cpu_matches_reference(
 
 /// The same with explicit NumPy-style tolerances: |cpu - reference| <= atol + rtol * |reference|
 /// (0, 0 asks for equal results).
-inline void expect_cpu_matches_reference(
-    const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f, const std::vector<Array>& inputs,
-    double rtol, double atol) {
+inline void expect_cpu_matches_reference(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
+                                         const std::vector<Array>& inputs, double rtol, double atol) {
   expect_cpu_matches_reference(f, inputs, Tolerance{rtol, atol, false});
 }
 

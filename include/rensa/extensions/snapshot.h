@@ -3,8 +3,8 @@
 /// snapshot and snapshot_object: save the trainer (or any serializable object) to an .npz file
 /// (Chainer's snapshot extensions). Resume with Trainer::resume(path) or serializers::load_npz.
 
-#include <optional>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -56,8 +56,8 @@ class Snapshot : public training::Extension {
 
 /// Snapshots the whole trainer (updater with model, optimizer and iterator; triggers; extensions;
 /// elapsed time) every `trigger` (default: every epoch).
-Snapshot snapshot(std::string filename = "snapshot_iter_{.updater.iteration}",
-                  training::Trigger trigger = {1, "epoch"}, int n_retains = -1);
+Snapshot snapshot(std::string filename = "snapshot_iter_{.updater.iteration}", training::Trigger trigger = {1, "epoch"},
+                  int n_retains = -1);
 
 /// Snapshots `target` (a link, an optimizer, ...; kept by reference) every `trigger`.
 template <serializers::Serializable T>

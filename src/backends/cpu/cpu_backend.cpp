@@ -1,8 +1,8 @@
 // The cpu backend: 64-byte aligned host memory and the optimized kernels.
 #include <algorithm>
 #include <cstdlib>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -137,7 +137,9 @@ class HostBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend(std::string_view name) { return std::make_unique<HostBackend>(name); }
+std::unique_ptr<Backend> make_host_backend(std::string_view name) {
+  return std::make_unique<HostBackend>(name);
+}
 
 namespace {
 

@@ -1,10 +1,11 @@
 // cpu kernels: the fused LSTM and GRU cells (src/backends/common/rnn_cells.h), rows split among
 // threads, in 8-lane AVX2 code where the processor has it (same operations, no FMA contraction: the
 // results are those of the baseline build).
+#include "src/backends/common/rnn_cells.h"
+
 #include <algorithm>
 
 #include "rensa/core/cpu_features.h"
-#include "src/backends/common/rnn_cells.h"
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
 
@@ -52,7 +53,9 @@ template <class Loop, class... A>
 void run_avx2(int64_t b, int64_t e, const A&... a) {
   Loop::run(b, e, a...);
 }
-bool have_avx2() { return false; }
+bool have_avx2() {
+  return false;
+}
 #endif
 
 // Runs Loop over `rows` rows of `width` elements each, split among threads when a step is large
@@ -72,8 +75,8 @@ void over_rows(int64_t rows, int64_t width, const A&... a) {
 
 }  // namespace
 
-void lstm_forward(const Array& x, const Array& r, const Array& c_prev, const Array& act, const Array& c,
-                  const Array& h, const LstmGates& gates) {
+void lstm_forward(const Array& x, const Array& r, const Array& c_prev, const Array& act, const Array& c, const Array& h,
+                  const LstmGates& gates) {
   dispatch_floating(x.dtype(), "cpu lstm_forward", [&]<class T>() {
     over_rows<LstmForward>(c.shape()[0], x.shape()[1], host::lstm_rows<T>(x, r, c_prev, act, c, h), gates);
   });
@@ -82,8 +85,8 @@ void lstm_forward(const Array& x, const Array& r, const Array& c_prev, const Arr
 void lstm_backward(const Array& act, const Array& c_prev, const Array& c, const Array& gc, const Array& gh,
                    const Array& gx, const Array& gc_prev, const LstmGates& gates) {
   dispatch_floating(act.dtype(), "cpu lstm_backward", [&]<class T>() {
-    over_rows<LstmBackward>(c.shape()[0], act.shape()[1],
-                            host::lstm_grad_rows<T>(act, c_prev, c, gc, gh, gx, gc_prev), gates);
+    over_rows<LstmBackward>(c.shape()[0], act.shape()[1], host::lstm_grad_rows<T>(act, c_prev, c, gc, gh, gx, gc_prev),
+                            gates);
   });
 }
 

@@ -286,7 +286,8 @@ TEST(ObserveValue, ObservesLearningRate) {
   Trainer trainer(updater, {2, "iteration"}, dir.path());
   trainer.extend(E::observe_lr());
   trainer.extend(E::observe_lr(other, "other_lr"));
-  trainer.extend(E::observe_value("twice", [](Trainer& t) { return 2.0 * static_cast<double>(t.updater().iteration()); }));
+  trainer.extend(
+      E::observe_value("twice", [](Trainer& t) { return 2.0 * static_cast<double>(t.updater().iteration()); }));
   std::vector<rensa::training::Observation> seen;
   trainer.extend([&](Trainer& t) { seen.push_back(t.observation()); }, "probe");
   trainer.run();
@@ -415,12 +416,11 @@ TEST(Snapshot, RemovesStaleTemporariesOfItsOwnNamesOnly) {
   const std::string dead = std::to_string(dead_pid());
   const std::string mine = std::to_string(::getpid());
   const std::vector<std::string> stale = {".snap_0_2.tmp" + dead + "-1f2e3d-0", ".snap_1_4.tmp" + dead + "-abc-12"};
-  const std::vector<std::string> kept = {
-      ".snap_1_4.tmp" + mine + "-abc-0",     // a live writer's
-      ".other_3.tmp" + dead + "-abc-0",      // another extension's name
-      ".snap_1_4.tmpx" + dead + "-abc-0",    // not the temporary-name pattern
-      "snap_0_2.tmp" + dead + "-abc-0",      // not hidden
-      "snap_0_2"};
+  const std::vector<std::string> kept = {".snap_1_4.tmp" + mine + "-abc-0",   // a live writer's
+                                         ".other_3.tmp" + dead + "-abc-0",    // another extension's name
+                                         ".snap_1_4.tmpx" + dead + "-abc-0",  // not the temporary-name pattern
+                                         "snap_0_2.tmp" + dead + "-abc-0",    // not hidden
+                                         "snap_0_2"};
   for (const auto& f : stale) std::ofstream(dir / f) << "partial";
   for (const auto& f : kept) std::ofstream(dir / f) << "keep";
   FakeUpdater updater(3);

@@ -945,12 +945,11 @@ TEST(ConnectionComposites, Conform) {
                    .shapes = {{3, 2, 2}, {3, 3}, {4, 3, 2}, {4, 2}, {3, 2}, {2}},
                    .batched = {true, true, false, false, false, false},
                    .accumulation = 4 * 3 + 4 + 3 + 1});  // e1 e2^T W, e1 V1, e2 V2 and b
-  expect_conforms(
-      {.name = "bilinear",
-       .f = bilinear3,
-       .shapes = {{3, 4}, {3, 3}, {4, 3, 2}},
-       .batched = {true, true, false},
-       .accumulation = 4 * 3});
+  expect_conforms({.name = "bilinear",
+                   .f = bilinear3,
+                   .shapes = {{3, 4}, {3, 3}, {4, 3, 2}},
+                   .batched = {true, true, false},
+                   .accumulation = 4 * 3});
   expect_conforms({.name = "shift",
                    .f = unary_fn([](const Variable& x) {
                      return F::shift(x, 3, {1, 2});

@@ -266,8 +266,7 @@ TEST(Convolution2D, CpuMatchesReference) {
                                540);
   // Rows left over at the bottom/right (oneDNN gets a negative right padding).
   expect_cpu_matches_reference(with_grads(conv_fn({.stride = 3})),
-                               {randn({2, 3, 11, 12}, Dtype::float32, 9), randn({4, 3, 3, 3}, Dtype::float32, 10)},
-                               27);
+                               {randn({2, 3, 11, 12}, Dtype::float32, 9), randn({4, 3, 3, 3}, Dtype::float32, 10)}, 27);
   // The network's shapes: one input channel, then 32 -> 64 (and again, from the primitive cache).
   for (int rep = 0; rep < 2; ++rep) {
     expect_cpu_matches_reference(with_grads(conv_fn()),
@@ -396,8 +395,7 @@ TEST(Convolution2D, ChannelsLastInputsMatchReference) {
                                   randn({32, 16, 3, 3}, Dtype::float32, 2), randn({32}, Dtype::float32, 3)},
                                  576);
     expect_cpu_matches_reference(with_grads(conv_fn({.stride = 2, .groups = 2})),
-                                 {randn({2, 8, 9, 10}, Dtype::float32, 4), randn({6, 4, 3, 3}, Dtype::float32, 5)},
-                                 36);
+                                 {randn({2, 8, 9, 10}, Dtype::float32, 4), randn({6, 4, 3, 3}, Dtype::float32, 5)}, 36);
   }
   expect_cpu_matches_reference(with_grads(deconv_fn({.stride = 2, .pad = 1})),
                                {cl(randn({2, 8, 6, 6}, Dtype::float32, 6)), randn({8, 4, 4, 4}, Dtype::float32, 7)},

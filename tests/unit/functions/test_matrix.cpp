@@ -16,7 +16,9 @@ using Vars = std::vector<Variable>;
 
 namespace {
 
-Variable m(const std::vector<double>& v, const Shape& shape) { return Variable(Array::from_vector(v, shape)); }
+Variable m(const std::vector<double>& v, const Shape& shape) {
+  return Variable(Array::from_vector(v, shape));
+}
 
 void expect_vec(const Variable& v, const std::vector<double>& want, double tol = 1e-10) {
   const auto got = v.array().to_vector<double>();
@@ -48,11 +50,12 @@ Array square_input(const Shape& shape, Dtype dtype, uint64_t seed, bool spd_inpu
 }  // namespace
 
 TEST(Matrix, KnownValuesFromNumpy) {
-  expect_vec(F::inv(spd), {0.2799436355096289, -0.08924377642085486, -0.06106153123532174, -0.08924377642085486,
-                           0.36402066697980273, -0.014091122592766557, -0.06106153123532174, -0.014091122592766559,
-                           0.516674495068107});
+  expect_vec(F::inv(spd),
+             {0.2799436355096289, -0.08924377642085486, -0.06106153123532174, -0.08924377642085486, 0.36402066697980273,
+              -0.014091122592766557, -0.06106153123532174, -0.014091122592766559, 0.516674495068107});
   expect_vec(F::det(spd), {21.290000000000006});
-  expect_vec(F::cholesky(spd), {2.0, 0.0, 0.0, 0.5, 1.6583123951777, 0.0, 0.25, 0.04522670168666455, 1.391206147720224});
+  expect_vec(F::cholesky(spd),
+             {2.0, 0.0, 0.0, 0.5, 1.6583123951777, 0.0, 0.25, 0.04522670168666455, 1.391206147720224});
   const Variable b = m({1.0, 2.0, 3.0, 4.0, 0.0, 1.0, -1.0, 0.5}, {2, 2, 2});
   expect_vec(F::batch_det(b), {-2.0, 1.0});
   expect_vec(F::batch_inv(b), {-2.0, 1.0, 1.5, -0.5, 0.5, -1.0, 1.0, 0.0});
@@ -65,14 +68,18 @@ constexpr int64_t kMatrixAccumulation = 3;
 
 TEST(Matrix, Conforms) {
   auto square = [](bool spd_input) {
-    return [spd_input](std::size_t, const Shape& s, Dtype d, uint64_t seed) { return square_input(s, d, seed, spd_input); };
+    return [spd_input](std::size_t, const Shape& s, Dtype d, uint64_t seed) {
+      return square_input(s, d, seed, spd_input);
+    };
   };
   std::vector<FunctionCase> cases{
       {.name = "inv", .f = rensa::test::unary_fn([](const Variable& a) { return F::inv(a); }), .shapes = {{3, 3}}},
       {.name = "det", .f = rensa::test::unary_fn([](const Variable& a) { return F::det(a); }), .shapes = {{3, 3}}},
-      {.name = "batch_inv", .f = rensa::test::unary_fn([](const Variable& a) { return F::batch_inv(a); }),
+      {.name = "batch_inv",
+       .f = rensa::test::unary_fn([](const Variable& a) { return F::batch_inv(a); }),
        .shapes = {{2, 3, 3}}},
-      {.name = "batch_det", .f = rensa::test::unary_fn([](const Variable& a) { return F::batch_det(a); }),
+      {.name = "batch_det",
+       .f = rensa::test::unary_fn([](const Variable& a) { return F::batch_det(a); }),
        .shapes = {{2, 3, 3}}},
   };
   for (auto& c : cases) {
@@ -85,9 +92,8 @@ TEST(Matrix, Conforms) {
   }
   // cholesky reads the lower triangle: check it on symmetric perturbations of an SPD matrix.
   expect_conforms({.name = "cholesky",
-                   .f = rensa::test::unary_fn([](const Variable& a) {
-                     return F::cholesky(F::mul(F::add(a, F::transpose(a)), 0.5));
-                   }),
+                   .f = rensa::test::unary_fn(
+                       [](const Variable& a) { return F::cholesky(F::mul(F::add(a, F::transpose(a)), 0.5)); }),
                    .shapes = {{3, 3}},
                    .make_input = square(true),
                    .size_zero = false,
@@ -98,8 +104,11 @@ TEST(Matrix, Conforms) {
 
 TEST(Matrix, Errors) {
   expect_error<ValueError>([] { F::inv(m({1, 2, 2, 4}, {2, 2})); }, {"inv", "matrix 0", "singular"});
-  expect_error<ValueError>([] { F::batch_inv(m({1, 0, 0, 1, 1, 1, 1, 1}, {2, 2, 2})); },
-                           {"batch_inv", "matrix 1", "(2, 2, 2)", "singular"});
+  expect_error<ValueError>(
+      [] {
+        F::batch_inv(m({1, 0, 0, 1, 1, 1, 1, 1}, {2, 2, 2}));
+      },
+      {"batch_inv", "matrix 1", "(2, 2, 2)", "singular"});
   expect_error<ShapeError>([] { F::inv(Variable(randn({2, 3}))); }, {"inv", "(n, n)", "(2, 3)"});
   expect_error<ShapeError>([] { F::batch_det(Variable(randn({3, 3}))); }, {"batch_det", "(B, n, n)", "(3, 3)"});
   expect_error<DtypeError>([] { F::det(Variable(Array::zeros({2, 2}, Dtype::int32))); }, {"det", "int32"});
@@ -115,15 +124,19 @@ TEST(Fourier, KnownValuesAndRoundTrip) {
   auto [br, bi] = F::ifft(fr, fi);
   expect_vec(br, re.array().to_vector<double>());
   expect_vec(bi, im.array().to_vector<double>());
-  expect_conforms({.name = "fft", .f = [](const Vars& v) {
-                     auto [a, b] = F::fft(v[0], v[1]);
-                     return Vars{a, b};
-                   },
+  expect_conforms({.name = "fft",
+                   .f =
+                       [](const Vars& v) {
+                         auto [a, b] = F::fft(v[0], v[1]);
+                         return Vars{a, b};
+                       },
                    .shapes = {{3, 5}, {3, 5}}});
-  expect_conforms({.name = "ifft", .f = [](const Vars& v) {
-                     auto [a, b] = F::ifft(v[0], v[1]);
-                     return Vars{a, b};
-                   },
+  expect_conforms({.name = "ifft",
+                   .f =
+                       [](const Vars& v) {
+                         auto [a, b] = F::ifft(v[0], v[1]);
+                         return Vars{a, b};
+                       },
                    .shapes = {{3, 4}, {3, 4}}});
   expect_error<ShapeError>([&] { F::fft(re, Variable(randn({2, 3}))); }, {"fft", "real (2, 4)", "imag (2, 3)"});
 }
@@ -156,23 +169,29 @@ TEST(Contraction, KnownValuesFromNumpy) {
 }
 
 TEST(Contraction, Conforms) {
-  expect_conforms({.name = "tensordot", .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
+  expect_conforms({.name = "tensordot",
+                   .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
                      return F::tensordot(a, b, {1, 2}, {1, 0});
                    }),
                    .shapes = {{2, 3, 4}, {4, 3}},
                    .accumulation = 4 * 3});
-  expect_conforms({.name = "einsum_batched_matmul", .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
+  expect_conforms({.name = "einsum_batched_matmul",
+                   .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
                      return F::einsum("bij,bjk->bik", {a, b});
                    }),
                    .shapes = {{2, 3, 4}, {2, 4, 2}},
                    .accumulation = 4});
-  expect_conforms({.name = "einsum_trace_and_outer", .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
+  expect_conforms({.name = "einsum_trace_and_outer",
+                   .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
                      return F::einsum("ii,j->j", {a, b});
                    }),
-                   .shapes = {{3, 3}, {4}}, .size_zero = false, .big_leading = 3, .accumulation = 3});
-  expect_conforms({.name = "batch_matmul", .f = rensa::test::binary_fn([](const Variable& a, const Variable& b) {
-                     return F::batch_matmul(a, b, false, true);
-                   }),
+                   .shapes = {{3, 3}, {4}},
+                   .size_zero = false,
+                   .big_leading = 3,
+                   .accumulation = 3});
+  expect_conforms({.name = "batch_matmul",
+                   .f = rensa::test::binary_fn(
+                       [](const Variable& a, const Variable& b) { return F::batch_matmul(a, b, false, true); }),
                    .shapes = {{2, 3, 4}, {2, 5, 4}},
                    .accumulation = 4});
 }
@@ -183,12 +202,19 @@ TEST(Contraction, Errors) {
   expect_error<ShapeError>([&] { F::tensordot(a, b, 3); }, {"tensordot", "axes 3"});
   expect_error<IndexError>([&] { F::tensordot(a, a, {0, 0}, {0, 1}); }, {"tensordot", "twice"});
   expect_error<ShapeError>([&] { F::einsum("ij,jk->ik", {a, b}); }, {"einsum", "label j has extents 3 and 4"});
-  expect_error<ValueError>([&] { F::einsum("ij,jk->iz", {a, Variable(randn({3, 2}))}); },
-                           {"einsum", "output label 'z'", "no input term"});
+  expect_error<ValueError>(
+      [&] {
+        F::einsum("ij,jk->iz", {a, Variable(randn({3, 2}))});
+      },
+      {"einsum", "output label 'z'", "no input term"});
   expect_error<ValueError>([&] { F::einsum("ij->ii", {a}); }, {"einsum", "'i'", "repeated"});
   expect_error<ValueError>([&] { F::einsum("ijk", {a}); }, {"einsum", "3 axes", "with 2"});
   expect_error<ValueError>([&] { F::einsum("ij,jk", {a}); }, {"einsum", "2 input terms for 1 operands"});
   expect_error<ValueError>([&] { F::einsum("i1", {a}); }, {"einsum", "'1'"});
   expect_error<ValueError>([&] { F::einsum("...j->j", {a}); }, {"einsum", "'...' in its inputs but not in its output"});
-  expect_error<ShapeError>([&] { F::batch_matmul(Variable(randn({2, 3, 4, 5})), a); }, {"batch_matmul", "(2, 3, 4, 5)"});
+  expect_error<ShapeError>(
+      [&] {
+        F::batch_matmul(Variable(randn({2, 3, 4, 5})), a);
+      },
+      {"batch_matmul", "(2, 3, 4, 5)"});
 }

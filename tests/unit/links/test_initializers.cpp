@@ -139,8 +139,8 @@ TEST(Initializers, FillInPlaceThroughViews) {
 
 TEST(Initializers, DeterministicPerGeneratorAndOnEveryDevice) {
   Generator g1(5), g2(5);
-  Array a = Array::empty({20, 30}), b = Array::empty({20, 30}), r = Array::empty({20, 30}, Dtype::float32,
-                                                                                  Device::reference());
+  Array a = Array::empty({20, 30}), b = Array::empty({20, 30}),
+        r = Array::empty({20, 30}, Dtype::float32, Device::reference());
   I::LeCunNormal()(a, g1);
   I::LeCunNormal()(b, g2);
   EXPECT_TRUE(array_equal(a, b));
@@ -158,8 +158,11 @@ TEST(Initializers, Errors) {
   expect_error<ShapeError>([&] { I::HeNormal()(Array::empty({5}), gen); }, {"HeNormal", "(5,)"});
   expect_error<ShapeError>([&] { I::GlorotUniform()(Array::empty({5}), gen); }, {"GlorotUniform", "(5,)"});
   expect_error<DtypeError>([&] { I::Normal()(Array::empty({2, 2}, Dtype::int64), gen); }, {"Normal", "int64"});
-  expect_error<DtypeError>([&] { I::LeCunNormal()(Array::empty({2, 2}, Dtype::int32), gen); },
-                           {"LeCunNormal", "int32"});
+  expect_error<DtypeError>(
+      [&] {
+        I::LeCunNormal()(Array::empty({2, 2}, Dtype::int32), gen);
+      },
+      {"LeCunNormal", "int32"});
   expect_error<ValueError>([&] { I::Uniform()(Array(), gen); }, {"Uniform", "null"});
   expect_error<ValueError>([&] { I::Constant(1)(Array(), gen); }, {"Constant", "null"});
   // Size 0: nothing drawn, no error.
