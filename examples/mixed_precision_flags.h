@@ -4,9 +4,9 @@
 // its links compute in the 16-bit dtype. float16 gradients underflow without loss scaling, so
 // mixed16 turns on the optimizer's dynamic loss scaling.
 #include <CLI/CLI.hpp>
-
 #include <string>
 
+#include "rensa/rensa.h"
 #include "rensa/training.h"
 
 namespace mixed_precision {
@@ -18,12 +18,16 @@ inline void add_flag(CLI::App& app, std::string& dtype) {
 }
 
 /// Sets Config::dtype to `dtype` for the whole process.
-inline void apply(const std::string& dtype) { rensa::global_config().dtype = rensa::dtype_from_name(dtype); }
+inline void apply(const std::string& dtype) {
+  rensa::global_config().dtype = rensa::dtype_from_name(dtype);
+}
 
 /// The dtype to load the images in, after apply(): under a policy its 16-bit compute dtype, which
 /// the first layer casts them to anyway (so training is the same) at half the memory of float32, as
 /// Chainer's datasets follow config.dtype; else float32.
-inline rensa::Dtype data_dtype() { return rensa::mixed_compute_dtype().value_or(rensa::Dtype::float32); }
+inline rensa::Dtype data_dtype() {
+  return rensa::mixed_compute_dtype().value_or(rensa::Dtype::float32);
+}
 
 /// Dynamic loss scaling under mixed16.
 inline void configure(const std::string& dtype, rensa::optimizers::Optimizer& optimizer) {

@@ -135,6 +135,35 @@ std::string Snapshot::resume(training::Trainer& trainer, const std::string& path
   return file;
 }
 
+namespace {
+
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && digit(a[ie])) ++ie;
+      while (je < b.size() && digit(b[je])) ++je;
+      const std::string_view x = std::string_view(a).substr(i, ie - i), y = std::string_view(b).substr(j, je - j);
+      const auto xs = x.find_first_not_of('0'), ys = y.find_first_not_of('0');
+      const std::string_view xv = xs == std::string_view::npos ? "" : x.substr(xs);
+      const std::string_view yv = ys == std::string_view::npos ? "" : y.substr(ys);
+      if (xv.size() != yv.size()) return xv.size() < yv.size();
+      if (xv != yv) return xv < yv;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
 std::vector<std::string> find_snapshots(const std::string& pattern, const std::string& directory) {
   const std::filesystem::path p(pattern);
   const std::string dir_part = p.parent_path().string();
@@ -152,7 +181,11 @@ std::vector<std::string> find_snapshots(const std::string& pattern, const std::s
     const auto mtime = it->last_write_time(fec);
     if (!fec) found.emplace_back(mtime, it->path().string());
   }
-  std::sort(found.begin(), found.end());
+  // File times tick coarsely (a few milliseconds): among equal times, snapshot_iter_10 comes after
+  // snapshot_iter_9 (digit runs compare as numbers).
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : natural_less(a.second, b.second);
+  });
   std::vector<std::string> out;
   for (auto& f : found) out.push_back(std::move(f.second));
   return out;

@@ -2,11 +2,13 @@
 // ends with exactly the parameters of the uninterrupted run (also with double buffering, whose
 // not-yet-applied gradients are part of the state); a missing or unreadable file on one rank moves
 // every rank back to an older iteration; files of other rank counts are ignored; retention.
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,8 @@ class SharedDir {
     Communicator c = comm();
     std::string name;
     if (c.rank() == 0) {
-      name = (fs::temp_directory_path() / ("rensa_mn_snapshot_" + std::to_string(::getpid()) + "_" +
-                                           std::to_string(counter_++)))
+      name = (fs::temp_directory_path() /
+              ("rensa_mn_snapshot_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++)))
                  .string();
       fs::remove_all(name);
       fs::create_directories(name);
@@ -106,9 +108,13 @@ void expect_bitwise_resume(bool double_buffering, bool lazy = false) {
   EXPECT_EQ(got.params, want.params) << "double buffering " << double_buffering << ", lazy " << lazy;
 }
 
-TEST(MultiNodeSnapshot, ResumeIsBitForBit) { expect_bitwise_resume(false); }
+TEST(MultiNodeSnapshot, ResumeIsBitForBit) {
+  expect_bitwise_resume(false);
+}
 
-TEST(MultiNodeSnapshot, ResumeIsBitForBitWithDoubleBuffering) { expect_bitwise_resume(true); }
+TEST(MultiNodeSnapshot, ResumeIsBitForBitWithDoubleBuffering) {
+  expect_bitwise_resume(true);
+}
 
 // Regression: resuming with double buffering and a lazily initialized link failed with "6 pending
 // gradients were saved but 3 match parameters of the model".
@@ -142,6 +148,94 @@ TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {
   EXPECT_EQ(got.params, want.params);
 }
 
+// Trains to iteration 12 with stop_on_signal; the last rank raises `sig` after iteration `at` (0:
+// never). Resumes first from `resume_from` when it is not empty.
+Result train_until_signal(const std::string& dir, int sig, int64_t at, const std::string& resume_from,
+                          std::optional<extensions::Interrupted>* stopped) {
+  Communicator c = comm();
+  const auto data = scatter_dataset(numbered(40), c, {.shuffle = true, .seed = 2});
+  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
+  auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c);
+  opt->setup(model);
+  iterators::SerialIterator it(data, 4, {.seed = 3 + static_cast<uint64_t>(c.rank())});
+  training::StandardUpdater updater(it, *opt);
+  training::Trainer trainer(updater, {12, "iteration"}, dir);
+  auto snap = multi_node_snapshot(c, {.trigger = {4, "iteration"}});
+  trainer.extend(snap);
+  trainer.extend(stop_on_signal(c, snap));
+  trainer.extend([&](training::Trainer& t) {
+    if (c.rank() == c.size() - 1 && t.updater().iteration() == at) raise(sig);
+  });
+  Result r;
+  if (!resume_from.empty()) r.loaded = snap->resume(trainer, resume_from);
+  try {
+    trainer.run();
+  } catch (const extensions::Interrupted& e) {
+    *stopped = e;
+  }
+  r.params = flatten(param_values(model));
+  r.iteration = updater.iteration();
+  return r;
+}
+
+// A signal on one rank stops every rank after the same iteration, each with its snapshot of it; the
+// run resumed from that snapshot (by directory, or by one rank's file) ends with the parameters of
+// the uninterrupted run.
+TEST(MultiNodeSnapshot, StopOnSignalStopsEveryRankAfterTheSameIteration) {
+  Communicator c = comm();
+  SharedDir whole, parts;
+  std::optional<extensions::Interrupted> stopped;
+  const Result want = train_until_signal(whole.path(), SIGUSR1, 0, "", &stopped);
+  EXPECT_FALSE(stopped.has_value());
+  EXPECT_EQ(want.iteration, 12);
+  for (int sig : {SIGUSR1, SIGTERM}) {
+    SCOPED_TRACE(sig);
+    stopped.reset();
+    const Result first = train_until_signal(parts.path(), sig, 5, "", &stopped);
+    ASSERT_TRUE(stopped.has_value());
+    EXPECT_EQ(first.iteration, 5);
+    EXPECT_EQ(stopped->signal(), sig);
+    EXPECT_EQ(stopped->exit_code(), 128 + sig);
+    EXPECT_NE(std::string(stopped->what()).find("after iteration 5 (epoch"), std::string::npos) << stopped->what();
+    EXPECT_TRUE(fs::exists(stopped->snapshot_path())) << stopped->snapshot_path();
+    c.barrier();
+    const std::string from =
+        sig == SIGUSR1
+            ? parts.path()
+            : (fs::path(parts.path()) / ("snapshot_mn_iter_5_rank_0_of_" + std::to_string(c.size()) + ".npz")).string();
+    stopped.reset();
+    const Result rest = train_until_signal(parts.path(), sig, 0, from, &stopped);
+    EXPECT_FALSE(stopped.has_value());
+    ASSERT_TRUE(rest.loaded.has_value());
+    EXPECT_EQ(*rest.loaded, 5);
+    EXPECT_EQ(rest.params, want.params);
+    c.barrier();
+    if (c.rank() == 0) {
+      for (const auto& e : fs::directory_iterator(parts.path())) fs::remove(e.path());
+    }
+    c.barrier();
+  }
+}
+
+TEST(MultiNodeSnapshot, ResumeNamesWhatIsMissing) {
+  Communicator c = comm();
+  SharedDir dir;
+  L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
+  optimizers::SGD opt(0.1);
+  opt.setup(model);
+  iterators::SerialIterator it(scatter_dataset(numbered(16), c), 2, {.seed = 1});
+  training::StandardUpdater updater(it, opt);
+  training::Trainer trainer(updater, {5, "iteration"}, dir.path());
+  auto snap = multi_node_snapshot(c);
+  trainer.extend(snap);
+  expect_error<IOError>([&] { snap->resume(trainer, dir.path()); }, {"no snapshot in", dir.path(), "ranks have"});
+  const std::string missing =
+      (fs::path(dir.path()) / ("snapshot_mn_iter_7_rank_0_of_" + std::to_string(c.size()) + ".npz")).string();
+  expect_error<IOError>([&] { snap->resume(trainer, missing); }, {"iteration 7", "not every one"});
+  expect_error<ValueError>([&] { snap->resume(trainer, dir.path() + "/log"); },
+                           {"neither a directory nor a snapshot file"});
+}
+
 TEST(MultiNodeSnapshot, NothingToResume) {
   SharedDir dir;
   const Result got = train(dir.path(), 2, true, false);
@@ -173,8 +267,8 @@ TEST(MultiNodeSnapshot, RemovesStaleTemporariesOfItsOwnFiles) {
   // Above any pid_max, so no process on this host has it.
   const std::string dead = "999999999";
   const auto temp = [&](int rank, int size) {
-    return (fs::path(dir.path()) / (".snapshot_mn_iter_3_rank_" + std::to_string(rank) + "_of_" +
-                                    std::to_string(size) + ".npz.tmp" + dead + "-ab12-0"))
+    return (fs::path(dir.path()) / (".snapshot_mn_iter_3_rank_" + std::to_string(rank) + "_of_" + std::to_string(size) +
+                                    ".npz.tmp" + dead + "-ab12-0"))
         .string();
   };
   const std::string other_job = temp(0, c.size() + 1);
