@@ -246,3 +246,24 @@ INSTANTIATE_TEST_SUITE_P(Policies, MixedPolicy,
 
 }  // namespace
 }  // namespace rensa
+
+// A policy whose 16-bit products are emulated says so once, with what it costs.
+TEST(MixedPolicyNotice, SaysOnceWhenEmulated) {
+  const std::string bf = rensa::links::mixed_policy_notice(rensa::Dtype::bfloat16);
+  EXPECT_EQ(bf.empty(), rensa::native_bf16()) << bf;
+  if (!bf.empty()) {
+    EXPECT_NE(bf.find("bfloat16 is emulated"), std::string::npos) << bf;
+  }
+  EXPECT_NE(rensa::links::mixed_policy_notice(rensa::Dtype::float16).find("float16 is emulated"), std::string::npos);
+  EXPECT_EQ(rensa::links::mixed_policy_notice(rensa::Dtype::float32), "");
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: nothing said yet
+  EXPECT_EXIT(
+      {
+        rensa::global_config().dtype = rensa::Dtype::mixed16;
+        const rensa::Variable x(rensa::Array::zeros({2, 2}, rensa::Dtype::float32));
+        rensa::links::mixed_cast(x);
+        rensa::links::mixed_cast(x);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^rensa: mixed16: float16 is emulated[^\n]*\n$");
+}
