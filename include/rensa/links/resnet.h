@@ -64,8 +64,8 @@ class BuildingBlock : public Chain {
 };
 
 /// ResNet with 50, 101 or 152 layers: conv1 (7x7, stride 2, pad 3, 3 -> 64, with bias), bn1, res2
-/// .. res5 (BuildingBlocks of [3, 4, 6, 3], [3, 4, 23, 3] or [3, 8, 36, 3] bottlenecks; 64 -> 256
-/// -> 512 -> 1024 -> 2048 channels, strides 1, 2, 2, 2) and fc6 (Linear 2048 -> 1000). Layers:
+/// to res5 (BuildingBlocks of [3, 4, 6, 3], [3, 4, 23, 3] or [3, 8, 36, 3] bottlenecks; 64 -> 256 ->
+/// 512 -> 1024 -> 2048 channels, strides 1, 2, 2, 2) and fc6 (Linear 2048 -> 1000). Layers:
 /// conv1 (conv1, bn1, relu), pool1 (max_pooling_2d 3x3 stride 2), res2 .. res5, pool5 (global
 /// average pooling to (N, 2048)), fc6 and prob (softmax). Any input of at least 32 x 32 runs every
 /// layer (224 x 224 as trained). Initial convolution weights: HeNormal, or zeros with a

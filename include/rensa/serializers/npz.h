@@ -29,8 +29,8 @@ void write_npz(const std::string& path, const std::map<std::string, Array>& arra
 /// IOError starting with `op` and naming the directory when it cannot.
 std::string create_temporary_beside(const std::string& path, const std::string& op);
 /// Removes the temporary files that atomic writes (write_npz, save_npz, snapshots) left in
-/// `directory` when their process died before renaming them: names ".<target>.tmp<pid>-<hex>-<n>"
-/// whose <target> satisfies `is_target` and whose process is not alive on this host. Other files,
+/// `directory` when their process died before renaming them: names `.TARGET.tmpPID-HEX-N`
+/// whose TARGET satisfies `is_target` and whose process is not alive on this host. Other files,
 /// and temporaries of live processes, are left alone. Returns the paths removed; a missing directory
 /// removes nothing; a file that cannot be removed is reported on stderr and skipped.
 std::vector<std::string> remove_stale_temporaries(const std::string& directory,
