@@ -69,15 +69,14 @@ class Run {
   /// has already trained its `epochs`.
   bool resume(double epochs) {
     if (flags_.resume.empty()) return true;
-    std::string from;
+    std::string from = flags_.resume;
 #ifdef RENSA_WITH_MN
-    if (mn_snapshot_) {
-      from = flags_.resume + " (iteration " + std::to_string(mn_snapshot_->resume(trainer_, flags_.resume)) + ")";
-    }
+    if (mn_snapshot_) mn_snapshot_->resume(trainer_, flags_.resume);
 #endif
-    if (from.empty()) from = snapshot_->resume(trainer_, flags_.resume);
+    if (snapshot_) from = snapshot_->resume(trainer_, flags_.resume);
     const auto& updater = trainer_.updater();
-    say("resumed from " + from + " at epoch " + std::to_string(updater.epoch()));
+    say("resumed from iteration " + std::to_string(updater.iteration()) + " (epoch " +
+        std::to_string(updater.epoch()) + ") of " + from);
     if (updater.epoch_detail() < epochs) return true;
     say("that run has finished its " + std::to_string(updater.epoch()) +
         " epochs: nothing left to train (give a larger --epoch to train on)");

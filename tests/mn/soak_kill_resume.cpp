@@ -82,21 +82,31 @@ int wait_job(pid_t pid, double limit_s, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// The process of MPI rank `rank` among the children of launcher `parent`, if it runs yet.
-std::optional<pid_t> rank_pid(pid_t parent, int rank) {
+// The parent of process `pid`, or 0.
+pid_t parent_of(pid_t pid) {
+  const std::string stat = read_text(fs::path("/proc") / std::to_string(pid) / "stat");
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  char state = 0;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The process of MPI rank `rank` among the descendants of launcher `launcher` (scripts/mpirun runs
+// mpirun as its child), if it runs yet.
+std::optional<pid_t> rank_pid(pid_t launcher, int rank) {
   const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read_text(e.path() / "stat");
-    const auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != parent) continue;
+    bool below = false;
+    for (pid_t p = parent_of(std::stoi(name)), hops = 0; p > 1 && hops < 8 && !below; p = parent_of(p), ++hops) {
+      below = p == launcher;
+    }
+    if (!below) continue;
     const std::string env = read_text(e.path() / "environ");
     for (std::size_t at = 0; at < env.size();) {
       const std::size_t end = env.find('\0', at);
