@@ -75,8 +75,8 @@ class Run {
 #endif
     if (snapshot_) from = snapshot_->resume(trainer_, flags_.resume);
     const auto& updater = trainer_.updater();
-    say("resumed from iteration " + std::to_string(updater.iteration()) + " (epoch " +
-        std::to_string(updater.epoch()) + ") of " + from);
+    say("resumed from iteration " + std::to_string(updater.iteration()) + " (epoch " + std::to_string(updater.epoch()) +
+        ") of " + from);
     if (updater.epoch_detail() < epochs) return true;
     say("that run has finished its " + std::to_string(updater.epoch()) +
         " epochs: nothing left to train (give a larger --epoch to train on)");
@@ -106,11 +106,7 @@ class Run {
     snapshot_ = std::make_shared<rensa::extensions::Snapshot>(
         rensa::extensions::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, flags_.keep_snapshots));
     trainer_.extend(snapshot_);
-    trainer_.extend(
-        std::make_shared<rensa::extensions::StopOnSignal>([snapshot = snapshot_](rensa::training::Trainer& t) {
-          (*snapshot)(t);
-          return snapshot->path_for(t);
-        }));
+    trainer_.extend(rensa::extensions::stop_on_signal(snapshot_));
   }
 
   void say(const std::string& line) const {

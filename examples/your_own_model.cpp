@@ -4,7 +4,6 @@
 //   build/release/examples/your_own_model --epoch 3
 //   scripts/mpirun -n 2 build/release/examples/your_own_model --epoch 3 --communicator flat
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,7 +18,9 @@ namespace E = rensa::extensions;
 using rensa::Variable;
 
 // A function of your own, composed of rensa's: differentiable (to any order) by construction.
-Variable mish(const Variable& x) { return F::mul(x, F::tanh(F::softplus(x))); }
+Variable mish(const Variable& x) {
+  return F::mul(x, F::tanh(F::softplus(x)));
+}
 
 // A model of your own: links registered by name (parameters /l1/W, /l1/b, ...), input sizes inferred
 // at the first call.
@@ -68,7 +69,8 @@ int main(int argc, char** argv) {
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 1000));
   app.add_option("-b,--batchsize", batchsize, "Examples per batch")->check(CLI::Range(1, 60000));
   app.add_option("--accumulate", accumulate, "Batches summed per update")->check(CLI::Range(1, 1000));
-  app.add_option("--limit", limit, "Use only the first N examples (0: all)")->check(CLI::Range(int64_t{0}, int64_t{60000}));
+  app.add_option("--limit", limit, "Use only the first N examples (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
   app.add_option("--communicator", communicator, "Train data-parallel under mpirun with this communicator");
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
   CLI11_PARSE(app, argc, argv);
@@ -113,15 +115,12 @@ int main(int argc, char** argv) {
       trainer.extend(E::Evaluator(test_iter, model));
       auto snapshot = std::make_shared<E::Snapshot>(E::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, 2));
       trainer.extend(snapshot);
-      trainer.extend(std::make_shared<E::StopOnSignal>([snapshot](rensa::training::Trainer& t) {
-        (*snapshot)(t);
-        return snapshot->path_for(t);
-      }));
+      trainer.extend(E::stop_on_signal(snapshot));
     }
     if (rank0) {  // one rank prints and writes the shared files
       trainer.extend(E::LogReport());
-      trainer.extend(E::PrintReport({"epoch", "main/loss", "validation/main/loss", "validation/main/accuracy",
-                                     "elapsed_time"}));
+      trainer.extend(
+          E::PrintReport({"epoch", "main/loss", "validation/main/loss", "validation/main/accuracy", "elapsed_time"}));
       trainer.extend(E::ProgressBar());
     }
     trainer.run();

@@ -197,6 +197,13 @@ std::optional<std::string> find_latest_snapshot(const std::string& pattern, cons
   return files.back();
 }
 
+std::shared_ptr<StopOnSignal> stop_on_signal(std::shared_ptr<Snapshot> snapshot) {
+  return std::make_shared<StopOnSignal>([snapshot](training::Trainer& trainer) {
+    (*snapshot)(trainer);
+    return snapshot->path_for(trainer);
+  });
+}
+
 Snapshot snapshot(std::string filename, training::Trigger trigger, int n_retains) {
   return Snapshot(nullptr, std::move(filename), std::move(trigger), n_retains, "snapshot");
 }

@@ -4,12 +4,14 @@
 /// (Chainer's snapshot extensions). Resume with Trainer::resume(path) or serializers::load_npz.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "rensa/extensions/stop_on_signal.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/serializers/serializer.h"
 #include "rensa/training/extension.h"
@@ -65,6 +67,10 @@ Snapshot snapshot_object(T& target, std::string filename, training::Trigger trig
   return Snapshot([&target](serializers::Serializer& s) { target.serialize(s); }, std::move(filename),
                   std::move(trigger), -1, "snapshot_object");
 }
+
+/// StopOnSignal that saves through `snapshot` (which the trainer runs too): what
+/// mn::stop_on_signal is for every rank of a job, for one process.
+std::shared_ptr<StopOnSignal> stop_on_signal(std::shared_ptr<Snapshot> snapshot);
 
 /// Replaces "{.updater.iteration}", "{.updater.epoch}", "{.updater.epoch_detail}", "{iteration}",
 /// "{epoch}" in `pattern` with the trainer's values; ValueError naming an unknown field.
