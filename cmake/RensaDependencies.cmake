@@ -36,6 +36,10 @@ target_include_directories(rensa_dnnl SYSTEM INTERFACE ${RENSA_DNNL_INCLUDE_DIR}
 
 # zlib: .npz (zip) entries and the gzip-compressed IDX files of the MNIST datasets.
 find_package(ZLIB REQUIRED)
+# Image files: libjpeg-turbo's TurboJPEG API (JPEG, with reduced-size decoding) and libpng.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(RENSA_TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+find_package(PNG REQUIRED)
 # nlohmann-json (header-only, used privately): the training log.
 find_package(nlohmann_json 3 REQUIRED)
 

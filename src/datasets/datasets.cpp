@@ -8,6 +8,7 @@
 #include "rensa/datasets/concatenated_dataset.h"
 #include "rensa/datasets/sub_dataset.h"
 #include "rensa/datasets/transform_dataset.h"
+#include "rensa/datasets/example_key.h"
 #include "rensa/datasets/tuple_dataset.h"
 #include "src/datasets/common.h"
 
@@ -153,7 +154,9 @@ TransformDataset::TransformDataset(DatasetPtr base, Transform transform)
 
 Example TransformDataset::get_example(int64_t i) const {
   detail::check_index("TransformDataset", i, base_->size());
-  return transform_(base_->get_example(i));
+  Example example = base_->get_example(i);
+  const ExampleIndexScope key(i);  // keys the transform's random draws (example_key.h)
+  return transform_(std::move(example));
 }
 
 // ---- ConcatenatedDataset --------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 #include "rensa/core/dtype.h"
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
-#include "src/datasets/common.h"
+#include "rensa/datasets/example_key.h"
+#include "src/datasets/image_common.h"
 
 namespace rensa::datasets::transforms {
 namespace {
@@ -22,21 +23,31 @@ std::string list(const std::vector<double>& v) {
   return os.str();
 }
 
-/// The checks every transform makes of its image: 3-d, floating, in host memory.
+}  // namespace
+
+/// The checks every transform makes of its image: 3-d, uint8 or floating, in host memory.
 void check_image(const char* who, const Array& image) {
   RENSA_CHECK(!image.is_null(), ValueError, who, ": the image is a null array");
   RENSA_CHECK(image.device().is_host(), DeviceError, who, ": needs the image in host memory, it is on ",
               image.device());
   RENSA_CHECK(image.ndim() == 3, ShapeError, who, ": the image must be 3-dimensional (C, H, W), got shape ",
               image.shape());
-  RENSA_CHECK(is_floating(image.dtype()), DtypeError, who, ": the image must have a floating dtype, got ",
-              dtype_name(image.dtype()));
+  RENSA_CHECK(is_floating(image.dtype()) || image.dtype() == Dtype::uint8, DtypeError, who,
+              ": the image must be uint8 or floating, got ", dtype_name(image.dtype()));
 }
 
-/// Element 0 of `example`, which must exist.
 Array& image_of(const char* who, Example& example) {
   RENSA_CHECK(!example.empty(), ValueError, who, ": the example is empty (element 0 should be the image)");
   return example[0];
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
 }
 
 /// true with probability p, from 32 random bits.
@@ -50,7 +61,7 @@ Array crop_and_flip_unchecked(const char* who, const Array& image, int64_t pad, 
   const Shape& shape = image.shape();
   const int64_t channels = shape[0], in_h = shape[1], in_w = shape[2];
   Array out = Array::empty(Shape{channels, height, width}, image.dtype(), image.device());
-  dispatch_floating(image.dtype(), who, [&]<class T>() {
+  dispatch_image(image.dtype(), who, [&]<class T>() {
     const T* src = static_cast<const T*>(image.raw_data());
     T* dst = out.data<T>();
     const T fill = static_cast<T>(pad_value);
@@ -94,9 +105,18 @@ RandomStream::RandomStream(uint64_t seed, uint8_t stream_id)
       draws_(std::make_shared<std::atomic<uint64_t>>(0)) {}
 
 std::array<uint32_t, 4> RandomStream::next() const {
+  std::array<uint32_t, 4> r;
+  if (const std::optional<ExampleKey> key = current_example_key()) {
+    // Keyed: the Philox key mixes the seed with (epoch, stream id); the counter is (index, k).
+    const uint64_t k = datasets::detail::next_draw_in_example(draws_.get());
+    RENSA_CHECK(k < (uint64_t{1} << 16), ValueError, "RandomStream: more than 65536 draws for one example");
+    const uint64_t mixed = splitmix64(seed_ ^ splitmix64((static_cast<uint64_t>(key->epoch) << 8) ^ (stream_base_ >> 56) ^
+                                                         (uint64_t{1} << 63)));
+    rensa::detail::philox4x32((static_cast<uint64_t>(key->index) << 16) | k, mixed, r.data());
+    return r;
+  }
   // The id takes the top 8 bits of the counter: 2^56 draws per stream before streams would meet.
   const uint64_t k = draws_->fetch_add(1, std::memory_order_relaxed);
-  std::array<uint32_t, 4> r;
   rensa::detail::philox4x32(stream_base_ + k, seed_, r.data());
   return r;
 }
@@ -201,19 +221,21 @@ Array Normalize::apply(const Array& image) const {
   const int64_t channels = shape[0], h = shape[1], w = shape[2];
   RENSA_CHECK(channels == static_cast<int64_t>(mean_.size()), ShapeError, who, ": the image of shape ", shape, " has ",
               channels, " channels but there are ", mean_.size(), " means and stddevs");
-  Array out = Array::empty(shape, image.dtype(), image.device());
-  dispatch_floating(image.dtype(), who, [&]<class T>() {
-    using C = compute_t<T>;
+  const Dtype out_dtype = image.dtype() == Dtype::uint8 ? Dtype::float32 : image.dtype();
+  Array out = Array::empty(shape, out_dtype, image.device());
+  dispatch_image(image.dtype(), who, [&]<class T>() {
+    using O = std::conditional_t<std::is_same_v<T, uint8_t>, float, T>;
+    using C = compute_t<O>;
     const T* src = static_cast<const T*>(image.raw_data());
-    T* dst = out.data<T>();
+    O* dst = out.data<O>();
     const int64_t sc = image.strides()[0], sh = image.strides()[1], sw = image.strides()[2];
     for (int64_t c = 0; c < channels; ++c) {
       const C m = static_cast<C>(mean_[static_cast<std::size_t>(c)]);
       const C s = static_cast<C>(stddev_[static_cast<std::size_t>(c)]);
       for (int64_t i = 0; i < h; ++i) {
         const T* srow = src + c * sc + i * sh;
-        T* row = dst + (c * h + i) * w;
-        for (int64_t j = 0; j < w; ++j) row[j] = static_cast<T>((static_cast<C>(srow[j * sw]) - m) / s);
+        O* row = dst + (c * h + i) * w;
+        for (int64_t j = 0; j < w; ++j) row[j] = static_cast<O>((static_cast<C>(srow[j * sw]) - m) / s);
       }
     }
   });

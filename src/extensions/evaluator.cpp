@@ -22,6 +22,7 @@ Evaluator::Evaluator(iterators::Iterator& iterator, std::map<std::string, Link*>
   }
   RENSA_CHECK(eval_func_ != nullptr || targets_.count("main") == 1, ValueError,
               "Evaluator: the default evaluation function needs a target named \"main\"");
+  default_converter_ = converter_ == nullptr;
   if (converter_ == nullptr) {
     converter_ = [](const iterators::Batch& batch, Device device) { return datasets::concat_examples(batch, device); };
   }
@@ -49,10 +50,21 @@ training::DictSummary Evaluator::evaluate_summary() {
   iterator_->reset();
   Link* main = targets_.count("main") == 1 ? targets_.at("main") : nullptr;
   while (true) {
-    std::optional<iterators::Batch> batch = iterator_->next();
-    if (!batch.has_value()) break;
-    if (!batch->empty()) {
-      const std::vector<Array> arrays = converter_(*batch, device_);
+    // As StandardUpdater: stacked by the iterator (its workers, for a MultithreadIterator).
+    std::vector<Array> arrays;
+    int64_t batch_size = 0;
+    if (default_converter_ && device_.is_host()) {
+      std::optional<std::vector<Array>> stacked = iterator_->next_arrays();
+      if (!stacked.has_value()) break;
+      arrays = std::move(*stacked);
+      batch_size = arrays.empty() || arrays[0].ndim() == 0 ? 0 : arrays[0].shape()[0];
+    } else {
+      std::optional<iterators::Batch> batch = iterator_->next();
+      if (!batch.has_value()) break;
+      batch_size = static_cast<int64_t>(batch->size());
+      if (batch_size > 0) arrays = converter_(*batch, device_);
+    }
+    if (batch_size > 0) {
       std::vector<Variable> inputs(arrays.begin(), arrays.end());
       training::Observation observation;
       {
@@ -64,7 +76,7 @@ training::DictSummary Evaluator::evaluate_summary() {
         }
       }
       // Weighting each batch by its size makes the result the mean over examples.
-      summary.add(observation, static_cast<double>(batch->size()));
+      summary.add(observation, static_cast<double>(batch_size));
     }
     // A repeating iterator never runs dry: one epoch is the whole set.
     if (iterator_->is_new_epoch()) break;

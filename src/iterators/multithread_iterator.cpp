@@ -6,6 +6,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <string>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -15,6 +18,7 @@
 
 #include "rensa/core/error.h"
 #include "rensa/datasets/concat_examples.h"
+#include "rensa/datasets/example_key.h"
 
 namespace rensa::iterators {
 
@@ -23,6 +27,7 @@ namespace {
 /// One planned batch: its indices, the iterator state after it, and the examples as they arrive.
 struct Pending {
   std::vector<int64_t> indices;
+  std::vector<int64_t> epochs;  // the epoch of each index
   detail::IteratorState state_after;
   bool end = false;  // the iterator had finished: next() returns std::nullopt
   Batch examples;
@@ -30,8 +35,32 @@ struct Pending {
   int chunks_left = 0;        // guarded by Impl::mutex
   bool done = false;          // guarded by Impl::mutex
   std::exception_ptr error;   // guarded by Impl::mutex; the first error of any chunk
+  int64_t error_index = -1;   // guarded by Impl::mutex; the dataset index that failed (-1: stacking)
   std::atomic<bool> cancelled{false};
 };
+
+/// Rethrows `error` as the same rensa error type with `prefix` before its message.
+[[noreturn]] void rethrow_with_context(const std::exception_ptr& error, const std::string& prefix) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const ShapeError& e) {
+    throw ShapeError(prefix + e.what());
+  } catch (const DtypeError& e) {
+    throw DtypeError(prefix + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(prefix + e.what());
+  } catch (const ValueError& e) {
+    throw ValueError(prefix + e.what());
+  } catch (const IndexError& e) {
+    throw IndexError(prefix + e.what());
+  } catch (const IOError& e) {
+    throw IOError(prefix + e.what());
+  } catch (const Error& e) {
+    throw Error(prefix + e.what());
+  } catch (const std::exception& e) {
+    throw Error(prefix + e.what());
+  }
+}
 
 /// A slice [begin, end) of a planned batch for one worker.
 struct Task {
@@ -46,6 +75,7 @@ struct MultithreadIterator::Impl {
   int n_threads;
   int n_prefetch;
   bool stack;
+  double dataset_timeout;
 
   detail::IteratorState state;      // after the last returned batch
   detail::IteratorState lookahead;  // after the last planned batch
@@ -63,7 +93,10 @@ struct MultithreadIterator::Impl {
       : plan("MultithreadIterator", std::move(dataset), batch_size, o.repeat, o.shuffle, o.seed),
         n_threads(o.n_threads),
         n_prefetch(o.n_prefetch),
-        stack(o.stack) {
+        stack(o.stack),
+        dataset_timeout(o.dataset_timeout) {
+    RENSA_CHECK(dataset_timeout >= 0, ValueError, "MultithreadIterator: dataset_timeout must be >= 0 seconds, got ",
+                dataset_timeout);
     RENSA_CHECK(n_threads >= 1, ValueError, "MultithreadIterator: n_threads must be at least 1, got ", n_threads);
     RENSA_CHECK(n_prefetch >= 1, ValueError, "MultithreadIterator: n_prefetch must be at least 1, got ", n_prefetch);
     state = plan.initial_state();
@@ -101,20 +134,27 @@ struct MultithreadIterator::Impl {
       }
       Pending& p = *task.batch;
       std::exception_ptr error;
+      int64_t error_index = -1;
       if (!p.cancelled) {
+        std::size_t k = task.begin;
         try {
-          for (std::size_t k = task.begin; k < task.end && !p.cancelled; ++k) {
+          for (; k < task.end && !p.cancelled; ++k) {
+            const datasets::EpochScope epoch(p.epochs[k]);
             p.examples[k] = plan.dataset->get_example(p.indices[k]);
           }
         } catch (...) {
           error = std::current_exception();
+          error_index = p.indices[k];
         }
       }
       bool last, stack_it;
       {
         std::lock_guard lock(mutex);
         // Moved, not copied: the exception must not outlive the batch on this thread.
-        if (error && !p.error) p.error = std::move(error);
+        if (error && !p.error) {
+          p.error = std::move(error);
+          p.error_index = error_index;
+        }
         error = nullptr;
         last = --p.chunks_left == 0;
         stack_it = last && stack && !p.error && !p.cancelled;
@@ -139,7 +179,7 @@ struct MultithreadIterator::Impl {
   /// Plans the batch after `lookahead` and hands its slices to the workers.
   void plan_one() {
     auto p = std::make_shared<Pending>();
-    std::optional<std::vector<int64_t>> indices = plan.advance(lookahead);
+    std::optional<std::vector<int64_t>> indices = plan.advance(lookahead, &p->epochs);
     p->state_after = lookahead;
     if (!indices) {
       p->end = true;
@@ -180,7 +220,19 @@ struct MultithreadIterator::Impl {
     pipeline.pop_front();
     {
       std::unique_lock lock(mutex);
-      done_cv.wait(lock, [&] { return p->done; });
+      if (dataset_timeout > 0) {
+        // Chainer's dataset_timeout: say so when a batch is late, and keep waiting.
+        const auto start = std::chrono::steady_clock::now();
+        while (!done_cv.wait_for(lock, std::chrono::duration<double>(dataset_timeout), [&] { return p->done; })) {
+          const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::cerr << "MultithreadIterator: waited " << waited << " s (dataset_timeout " << dataset_timeout
+                    << " s) for a batch of " << p->indices.size() << " examples starting at dataset index "
+                    << (p->indices.empty() ? -1 : p->indices.front())
+                    << "; a get_example call may be stalled (slow storage or a hung reader)\n";
+        }
+      } else {
+        done_cv.wait(lock, [&] { return p->done; });
+      }
     }
     previous_epoch_detail = plan.epoch_detail(state);
     state = p->state_after;
@@ -188,7 +240,8 @@ struct MultithreadIterator::Impl {
     if (p->error) {
       // Taken out of the batch: the exception then dies on this thread, not with the batch.
       std::exception_ptr error = std::move(p->error);
-      std::rethrow_exception(error);
+      if (p->error_index < 0) std::rethrow_exception(error);
+      rethrow_with_context(error, "MultithreadIterator: reading dataset index " + std::to_string(p->error_index) + ": ");
     }
     return p;
   }
@@ -221,7 +274,8 @@ std::optional<std::vector<Array>> MultithreadIterator::next_arrays() {
   std::shared_ptr<Pending> p = impl_->take();
   if (p->end) return std::nullopt;
   if (!p->arrays.empty()) return std::move(p->arrays);
-  return datasets::concat_examples(p->examples);  // not stacked ahead (or an empty batch: ValueError)
+  if (p->examples.empty()) return std::vector<Array>{};  // an empty dataset's batch
+  return datasets::concat_examples(p->examples);  // not stacked ahead
 }
 
 int64_t MultithreadIterator::epoch() const { return impl_->state.epoch; }

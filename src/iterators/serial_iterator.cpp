@@ -6,6 +6,7 @@
 
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
+#include "rensa/datasets/example_key.h"
 #include "rensa/datasets/sub_dataset.h"
 
 namespace rensa::iterators {
@@ -49,7 +50,7 @@ double IterationPlan::epoch_detail(const IteratorState& state) const {
          (n > 0 ? static_cast<double>(state.current_position) / static_cast<double>(n) : 0.0);
 }
 
-std::optional<std::vector<int64_t>> IterationPlan::advance(IteratorState& state) const {
+std::optional<std::vector<int64_t>> IterationPlan::advance(IteratorState& state, std::vector<int64_t>* epochs) const {
   if (!repeat && state.epoch > 0) return std::nullopt;
   const int64_t n = epoch_size(state);
   int64_t i = state.current_position;
@@ -60,7 +61,9 @@ std::optional<std::vector<int64_t>> IterationPlan::advance(IteratorState& state)
   indices.reserve(static_cast<std::size_t>(std::max<int64_t>(i_end - i, 0)));
   auto take = [&](int64_t from, int64_t to) {
     for (int64_t k = from; k < to; ++k) indices.push_back(state.order ? (*state.order)[static_cast<std::size_t>(k)] : k);
+    if (epochs != nullptr) epochs->resize(indices.size(), state.epoch);
   };
+  if (epochs != nullptr) epochs->clear();
   // As Chainer: every epoch boundary the batch crosses starts a new order (a batch larger than
   // the dataset spans several epochs).
   while (i_end >= n) {
@@ -140,11 +143,15 @@ SerialIterator::SerialIterator(datasets::DatasetPtr dataset, int64_t batch_size,
 
 std::optional<Batch> SerialIterator::next() {
   previous_epoch_detail_ = epoch_detail();
-  std::optional<std::vector<int64_t>> indices = plan_.advance(state_);
+  std::vector<int64_t> epochs;
+  std::optional<std::vector<int64_t>> indices = plan_.advance(state_, &epochs);
   if (!indices) return std::nullopt;
   Batch batch;
   batch.reserve(indices->size());
-  for (const int64_t i : *indices) batch.push_back(plan_.dataset->get_example(i));
+  for (std::size_t k = 0; k < indices->size(); ++k) {
+    const datasets::EpochScope epoch(epochs[k]);
+    batch.push_back(plan_.dataset->get_example((*indices)[k]));
+  }
   return batch;
 }
 

@@ -35,4 +35,20 @@ std::map<std::string, Array> read_npz_bytes(const void* data, std::size_t size, 
   return detail::read_npz_from(source, ctx);
 }
 
+Array read_npy(const std::string& path) {
+  const std::string ctx = "read_npy: '" + path + "'";
+  detail::FileSource source(path, ctx);
+  RENSA_CHECK(source.size() <= (uint64_t{1} << 40), IOError, ctx, ": ", source.size(), " bytes is too large");
+  std::string bytes(static_cast<std::size_t>(source.size()), '\0');
+  source.read(0, bytes.data(), bytes.size());
+  return parse_npy(bytes.data(), bytes.size(), "'" + path + "'");
+}
+
+void write_npy(const std::string& path, const Array& array) {
+  const std::string bytes = encode_npy(array);
+  detail::AtomicFileWriter file(path, "write_npy");
+  file.write(bytes.data(), bytes.size());
+  file.commit();
+}
+
 }  // namespace rensa::serializers

@@ -5,9 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <vector>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "rensa/core/array.h"
 
@@ -110,6 +113,28 @@ class AtomicFileWriter final : public ByteSink {
   std::string buffer_;
 };
 
+/// A zip archive read entry by entry (the zipped image datasets). Thread-safe: entries are read
+/// with pread, each into its own buffer.
+class ZipArchive {
+ public:
+  /// Reads the central directory; IOError naming `path` when it is not a readable zip archive.
+  explicit ZipArchive(const std::string& path);
+  ~ZipArchive();
+  ZipArchive(const ZipArchive&) = delete;
+  ZipArchive& operator=(const ZipArchive&) = delete;
+  const std::string& path() const;
+  /// The names of the file entries (directory entries left out), in archive order.
+  const std::vector<std::string>& names() const;
+  bool contains(const std::string& name) const;
+  /// The uncompressed bytes of entry `name`, CRC-checked. IOError naming the archive and the entry
+  /// when it is missing or corrupt.
+  std::string read(const std::string& name) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Options of the zip writer. `force_zip64` writes the ZIP64 records even when nothing needs them
 /// (tests exercise the > 4 GiB and > 65535-entry paths with it).
 struct ZipWriteOptions {
@@ -120,6 +145,8 @@ struct ZipWriteOptions {
 void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, const ZipWriteOptions& options,
                   const std::string& op);
 
+/// Writes `files` (name, bytes) as an uncompressed zip archive to `sink`. `op` starts errors.
+void write_zip_to(ByteSink& sink, const std::vector<std::pair<std::string, std::string>>& files, const std::string& op);
 /// Reads every entry of the .npz in `source`; `what` names the source in errors.
 std::map<std::string, Array> read_npz_from(const ByteSource& source, const std::string& what);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,7 +68,7 @@ class EntryStream final : public ByteStream {
   // Checks that the whole entry was used and that its CRC-32 matches.
   void finish() {
     RENSA_CHECK(produced_ == e_.uncompressed, IOError, ctx_, ": ", e_.uncompressed - produced_,
-                " bytes after the .npy image");
+                " bytes left unread");
     if (e_.method == 8) {
       while (!ended_) {
         unsigned char extra = 0;
@@ -370,6 +371,43 @@ std::map<std::string, Array> read_npz_from(const ByteSource& source, const std::
     out.emplace(std::move(key), std::move(a));
   }
   return out;
+}
+
+struct ZipArchive::Impl {
+  std::string path;
+  FileSource source;
+  std::vector<ZipEntry> entries;
+  std::vector<std::string> names;
+  std::unordered_map<std::string, std::size_t> index;
+  explicit Impl(const std::string& p) : path(p), source(p, p) {}
+};
+
+ZipArchive::ZipArchive(const std::string& path) : impl_(std::make_unique<Impl>(path)) {
+  impl_->entries = read_central_directory(impl_->source, path);
+  for (std::size_t k = 0; k < impl_->entries.size(); ++k) {
+    const ZipEntry& e = impl_->entries[k];
+    if (e.name.back() == '/') continue;
+    RENSA_CHECK(impl_->index.emplace(e.name, k).second, IOError, path, ": duplicate entry ", quoted(e.name));
+    impl_->names.push_back(e.name);
+  }
+}
+
+ZipArchive::~ZipArchive() = default;
+const std::string& ZipArchive::path() const { return impl_->path; }
+const std::vector<std::string>& ZipArchive::names() const { return impl_->names; }
+bool ZipArchive::contains(const std::string& name) const { return impl_->index.count(name) == 1; }
+
+std::string ZipArchive::read(const std::string& name) const {
+  const auto it = impl_->index.find(name);
+  RENSA_CHECK(it != impl_->index.end(), IOError, impl_->path, ": no entry ", quoted(name), " in the archive");
+  const ZipEntry& e = impl_->entries[it->second];
+  const std::string ctx = impl_->path + ", entry " + quoted(e.name);
+  RENSA_CHECK(e.uncompressed <= (uint64_t{1} << 34), IOError, ctx, ": ", e.uncompressed, " bytes is too large");
+  std::string bytes(static_cast<std::size_t>(e.uncompressed), '\0');
+  EntryStream in(impl_->source, e, ctx);
+  in.read(bytes.data(), bytes.size());
+  in.finish();
+  return bytes;
 }
 
 }  // namespace rensa::serializers::detail

@@ -40,23 +40,27 @@ std::string zip64_extra(std::initializer_list<uint64_t> fields) {
 
 }  // namespace
 
-void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, const ZipWriteOptions& options,
-                  const std::string& op) {
+namespace {
+
+/// One file of an archive: its name and its bytes, a prefix (the .npy header) then a body.
+struct FileToWrite {
+  std::string name;
+  std::string prefix;
+  const void* body = nullptr;
+  uint64_t body_size = 0;
+};
+
+void write_zip(ByteSink& sink, const std::vector<FileToWrite>& files, const ZipWriteOptions& options) {
   std::vector<WrittenEntry> entries;
-  entries.reserve(arrays.size());
-  for (const auto& [key, array] : arrays) {
-    RENSA_CHECK(!key.empty(), ValueError, op, ": empty array name");
-    RENSA_CHECK(key.size() <= 0xffff - 4, ValueError, op, ": array name of ", key.size(), " bytes is too long");
-    RENSA_CHECK(!array.is_null(), ValueError, op, ": array ", quoted(key), " is null");
-    const Array a = npy_ready(array, op);
-    const std::string header = npy_header(a);
+  entries.reserve(files.size());
+  for (const FileToWrite& f : files) {
     WrittenEntry e;
-    e.name = key + ".npy";
+    e.name = f.name;
     e.utf8 = std::any_of(e.name.begin(), e.name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
-    e.size = header.size() + a.nbytes();
+    e.size = f.prefix.size() + f.body_size;
     e.offset = sink.position();
-    e.crc = crc32_update(crc32_update(0, header.data(), header.size()), a.nbytes() ? a.raw_data() : header.data(),
-                         a.nbytes());
+    e.crc = crc32_update(crc32_update(0, f.prefix.data(), f.prefix.size()), f.body_size ? f.body : f.prefix.data(),
+                         f.body_size);
     const bool zip64 = options.force_zip64 || e.size >= k32Max;
     std::string local;
     put32(local, kLocalSig);
@@ -74,8 +78,8 @@ void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, co
     local += e.name;
     local += extra;
     write_all(sink, local);
-    write_all(sink, header);
-    if (a.nbytes() > 0) sink.write(a.raw_data(), a.nbytes());
+    write_all(sink, f.prefix);
+    if (f.body_size > 0) sink.write(f.body, f.body_size);
     entries.push_back(std::move(e));
   }
 
@@ -144,6 +148,34 @@ void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, co
   put32(end, zip64 ? k32Max : cd_offset);
   put16(end, 0);
   write_all(sink, end);
+}
+
+}  // namespace
+
+void write_npz_to(ByteSink& sink, const std::map<std::string, Array>& arrays, const ZipWriteOptions& options,
+                  const std::string& op) {
+  std::vector<Array> ready;  // keeps the bodies alive
+  std::vector<FileToWrite> files;
+  ready.reserve(arrays.size());
+  for (const auto& [key, array] : arrays) {
+    RENSA_CHECK(!key.empty(), ValueError, op, ": empty array name");
+    RENSA_CHECK(key.size() <= 0xffff - 4, ValueError, op, ": array name of ", key.size(), " bytes is too long");
+    RENSA_CHECK(!array.is_null(), ValueError, op, ": array ", quoted(key), " is null");
+    ready.push_back(npy_ready(array, op));
+    const Array& a = ready.back();
+    files.push_back({key + ".npy", npy_header(a), a.nbytes() ? a.raw_data() : nullptr, a.nbytes()});
+  }
+  write_zip(sink, files, options);
+}
+
+void write_zip_to(ByteSink& sink, const std::vector<std::pair<std::string, std::string>>& files, const std::string& op) {
+  std::vector<FileToWrite> out;
+  for (const auto& [name, bytes] : files) {
+    RENSA_CHECK(!name.empty() && name.size() <= 0xffff, ValueError, op, ": file name of ", name.size(),
+                " bytes (must be 1..65535)");
+    out.push_back({name, std::string(), bytes.data(), bytes.size()});
+  }
+  write_zip(sink, out, {});
 }
 
 }  // namespace rensa::serializers::detail

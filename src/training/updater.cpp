@@ -1,3 +1,6 @@
+#include <chrono>
+
+#include "rensa/core/reporter.h"
 #include "rensa/training/updater.h"
 
 #include <sstream>
@@ -71,6 +74,9 @@ StandardUpdater::StandardUpdater(std::map<std::string, iterators::Iterator*> ite
                 "' has no target link (call setup(link) first)");
     if (options.loss_scale) opt->set_loss_scale(*options.loss_scale);
   }
+  // Without a converter of the user's the iterator stacks the batch (next_arrays), which lets a
+  // MultithreadIterator hand over the arrays its workers stacked, with no copy on this thread.
+  default_converter_ = converter_ == nullptr;
   if (converter_ == nullptr) {
     converter_ = [](const iterators::Batch& batch, Device device) { return datasets::concat_examples(batch, device); };
   }
@@ -84,10 +90,22 @@ void StandardUpdater::update() {
 void StandardUpdater::update_core() {
   iterators::Iterator& iterator = *iterators_.at("main");
   optimizers::Optimizer& optimizer = *optimizers_.at("main");
-  std::optional<iterators::Batch> batch = iterator.next();
-  RENSA_CHECK(batch.has_value(), ValueError,
-              "StandardUpdater::update: the main iterator is exhausted (a training iterator must repeat)");
-  const std::vector<Array> arrays = converter_(*batch, device_);
+  const auto wait_start = std::chrono::steady_clock::now();
+  std::vector<Array> arrays;
+  if (default_converter_ && device_.is_host()) {
+    std::optional<std::vector<Array>> stacked = iterator.next_arrays();
+    RENSA_CHECK(stacked.has_value(), ValueError,
+                "StandardUpdater::update: the main iterator is exhausted (a training iterator must repeat)");
+    arrays = std::move(*stacked);
+  } else {
+    std::optional<iterators::Batch> batch = iterator.next();
+    RENSA_CHECK(batch.has_value(), ValueError,
+                "StandardUpdater::update: the main iterator is exhausted (a training iterator must repeat)");
+    arrays = converter_(*batch, device_);
+  }
+  // The time the step waited for its data: near 0 when the loader keeps up.
+  last_data_wait_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  rensa::report({{"data_wait", last_data_wait_}}, optimizer.target());
   std::vector<Variable> inputs;
   inputs.reserve(arrays.size());
   for (const Array& a : arrays) inputs.emplace_back(a);

@@ -9,8 +9,14 @@
 ///                         T::Normalize({0.2860}, {0.3530})}));
 ///
 /// Each transform is a TransformDataset::Transform: it replaces element 0 of the example (the
-/// image, (C, H, W), any floating dtype, in host memory) with a new array and leaves the other
-/// elements alone. The input array is never written to (it is often a view of the dataset), and a
+/// image, (C, H, W), uint8 or any floating dtype, in host memory) with a new array and leaves the
+/// other elements alone. Geometric transforms keep the dtype (uint8 stays uint8, 4x less memory
+/// and bandwidth); Normalize, Scale, SubtractMean, ColorJitter and PcaLighting turn uint8 into
+/// float32. ImageNet's recipe (Goyal et al.):
+///
+///   train: T::compose({T::RandomResizedCrop({.size = {224, 224}, .seed = s}), T::RandomFlip({.seed = s}),
+///                      T::Normalize({123.7, 116.3, 103.5}, {58.4, 57.1, 57.4})})
+///   val:   T::compose({T::Resize({.shorter_side = 256}), T::CenterCrop({224, 224}), T::Normalize(...)}) The input array is never written to (it is often a view of the dataset), and a
 /// transform that changes nothing may return it as is.
 
 #include <array>
@@ -29,17 +35,14 @@ namespace rensa::datasets::transforms {
 /// A function from example to example (TransformDataset::Transform).
 using Transform = TransformDataset::Transform;
 
-/// A thread-safe counter-based random stream: draw k is the Philox block at counter k (in the
-/// stream `stream_id`) with key `seed`, and every call of next() takes the next k atomically.
-/// A handle: copies share the counter (std::function copies its target, and a transform's copies
-/// must not repeat each other's draws), so next() and set_draws() are const. The random transforms
-/// use one each; so can your own.
+/// A thread-safe counter-based random stream (Philox). Inside a TransformDataset (the usual case)
+/// draw k of example `index` in epoch `epoch` is a pure function of (seed, stream id, epoch, index,
+/// k) (see example_key.h): the augmented batch is the same whatever the number of worker threads,
+/// and a resumed run continues it exactly, with no state to save. Outside one (apply() called
+/// directly), next() takes the next draw of a sequence shared by the stream's copies.
 ///
-/// Reproducibility: the same seed gives the same sequence of draws. A transform that is called in
-/// a fixed order (a SerialIterator, or a MultithreadIterator with one thread) therefore gives the
-/// same results on every run; with several worker threads the draws are the same, but which example
-/// gets which draw depends on the thread schedule. The default generator is not used: it is per
-/// thread, so its numbers would depend on the worker that reads.
+/// The default generator is not used: it is per thread, so its numbers would depend on the worker
+/// that reads.
 class RandomStream {
  public:
   /// Streams with different ids and the same seed are independent (RandomCrop and RandomFlip use
@@ -48,7 +51,7 @@ class RandomStream {
   /// The next draw: 128 random bits.
   std::array<uint32_t, 4> next() const;
   uint64_t seed() const { return seed_; }
-  /// Draws taken so far (by this stream and its copies).
+  /// Draws taken so far outside a TransformDataset (by this stream and its copies).
   uint64_t draws() const { return draws_->load(); }
   /// Moves the stream to draw `draws` (e.g. to restore it with a snapshot of the training).
   void set_draws(uint64_t draws) const { draws_->store(draws); }
@@ -63,11 +66,11 @@ class RandomStream {
 /// out[c, i, j] = padded[c, top + i', left + j'] with i' = (flip_vertical ? height - 1 - i : i),
 /// j' = (flip_horizontal ? width - 1 - j : j), where `padded` is `image` with `pad` pixels of
 /// `pad_value` added on each side of H and W. So the window is cropped first, then flipped.
-/// `image` is (C, H, W) of a floating dtype in host memory, any strides; the result is a new
-/// contiguous (C, height, width) array of the same dtype. ShapeError unless the image is 3-d and
+/// `image` is (C, H, W) of uint8 or a floating dtype in host memory, any strides; the result is a
+/// new contiguous (C, height, width) array of the same dtype. ShapeError unless the image is 3-d and
 /// the window [top, top + height) x [left, left + width) lies in the padded (H + 2 pad, W + 2 pad)
 /// image; ValueError for a negative pad, top, left, height or width; DtypeError for an integer
-/// dtype; DeviceError off the host.
+/// dtype other than uint8; DeviceError off the host.
 Array crop_and_flip(const Array& image, int64_t pad, int64_t top, int64_t left, int64_t height, int64_t width,
                     bool flip_horizontal = false, bool flip_vertical = false, double pad_value = 0.0);
 
@@ -132,7 +135,8 @@ class RandomFlip {
 };
 
 /// y[c] = (x[c] - mean[c]) / stddev[c] for each channel c of a (C, H, W) image, computed in the
-/// image's floating dtype (float32 for float16 and bfloat16); the result is a new contiguous array.
+/// image's floating dtype (float32 for float16, bfloat16 and uint8, whose result is float32, so
+/// give the mean and stddev in 0..255 units); the result is a new contiguous array.
 class Normalize {
  public:
   /// One mean and one standard deviation per channel. ValueError (naming Normalize and the
@@ -149,6 +153,173 @@ class Normalize {
 
  private:
   std::vector<double> mean_, stddev_;
+};
+
+/// How Resize and RandomResizedCrop resample.
+enum class Interpolation {
+  /// Bilinear; when shrinking, a triangle filter widened to the scale (antialiased, as PIL's
+  /// BILINEAR, which torchvision uses for PIL images).
+  bilinear,
+  /// The mean of the source pixels each output pixel covers (area; best for shrinking).
+  area,
+  /// The nearest source pixel.
+  nearest,
+};
+
+/// Resamples the window [top, top + height) x [left, left + width) of `image` (C, H, W) to
+/// (C, out_height, out_width), flipped left-right when `flip_horizontal`; uint8 is rounded and
+/// clamped, floating dtypes are computed in float32 (float64 in float64). The crop, resize and flip
+/// of one call read the source once. ShapeError naming resize_window when the window is empty or
+/// leaves the image or an output side is < 1; dtype and device errors as crop_and_flip.
+Array resize_window(const Array& image, int64_t top, int64_t left, int64_t height, int64_t width, int64_t out_height,
+                    int64_t out_width, Interpolation interpolation = Interpolation::bilinear,
+                    bool flip_horizontal = false);
+
+/// Options of Resize: exactly one of `size` and `shorter_side`.
+struct ResizeOptions {
+  /// The output (height, width).
+  std::optional<std::array<int64_t, 2>> size{};
+  /// The output's shorter side, the aspect ratio kept (torchvision's Resize(int)).
+  std::optional<int64_t> shorter_side{};
+  Interpolation interpolation = Interpolation::bilinear;
+};
+
+/// Resizes the image. ValueError (naming Resize) unless exactly one of size and shorter_side is
+/// set, to values >= 1.
+class Resize {
+ public:
+  explicit Resize(ResizeOptions options);
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+  const ResizeOptions& options() const { return options_; }
+
+ private:
+  ResizeOptions options_;
+};
+
+/// Crops the central (height, width) window (chainercv's center_crop; torchvision's CenterCrop).
+/// ShapeError naming CenterCrop and both shapes when the image is smaller.
+class CenterCrop {
+ public:
+  /// ValueError for a size < 1.
+  explicit CenterCrop(std::array<int64_t, 2> size);
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+
+ private:
+  std::array<int64_t, 2> size_;
+};
+
+/// Options of RandomResizedCrop (torchvision's defaults).
+struct RandomResizedCropOptions {
+  /// The output (height, width).
+  std::array<int64_t, 2> size{224, 224};
+  /// Range of the window's area as a fraction of the image's.
+  std::array<double, 2> scale{0.08, 1.0};
+  /// Range of the window's aspect ratio (width / height), drawn log-uniformly.
+  std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};
+  Interpolation interpolation = Interpolation::bilinear;
+  uint64_t seed = 0;
+};
+
+/// Crops a random window of random area and aspect ratio and resizes it to `size` (Szegedy et al.;
+/// the ResNet recipe of Goyal et al.; torchvision's RandomResizedCrop): up to 10 tries for a window
+/// that fits, else the central window with the ratio clamped into range. Draws from a
+/// RandomStream (id 3). ValueError naming RandomResizedCrop for a size < 1 or a range that is
+/// empty, not positive, or (scale) above 1.
+class RandomResizedCrop {
+ public:
+  explicit RandomResizedCrop(RandomResizedCropOptions options = {});
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+  /// The window (top, left, height, width) apply() would cut from an (H, W) image with these
+  /// random draws (for tests and for reduced-size decoding decisions).
+  std::array<int64_t, 4> window(int64_t height, int64_t width) const;
+  const RandomResizedCropOptions& options() const { return options_; }
+
+ private:
+  RandomResizedCropOptions options_;
+  RandomStream stream_;
+};
+
+/// y = x * factor, as float32 (float64 stays float64): Scale(1.0 / 255) maps uint8 pixels to
+/// [0, 1], like torchvision's ToTensor and Chainer's `image / 255`. ValueError for a factor that
+/// is not finite.
+class Scale {
+ public:
+  explicit Scale(double factor);
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+
+ private:
+  double factor_;
+};
+
+/// y = x - mean, as float32 (float64 stays float64), where `mean` is (C, H, W) with the image's
+/// shape (the per-pixel mean of the ChainerMN imagenet example, `mean.npy`: subtract it before
+/// cropping, which equals cropping both at the same window) or (C, 1, 1). ShapeError naming
+/// SubtractMean and both shapes otherwise.
+class SubtractMean {
+ public:
+  /// `mean` is copied to float32. ShapeError unless it is 3-d.
+  explicit SubtractMean(const Array& mean);
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+
+ private:
+  Array mean_;
+};
+
+/// Options of ColorJitter: each factor is drawn uniformly from [max(0, 1 - v), 1 + v].
+struct ColorJitterOptions {
+  double brightness = 0.4;
+  double contrast = 0.4;
+  double saturation = 0.4;
+  uint64_t seed = 0;
+};
+
+/// Random brightness, contrast and saturation, in that order, on an RGB (3, H, W) image
+/// (torchvision's ColorJitter without hue, in a fixed order): brightness scales the pixels;
+/// contrast blends with the image's mean gray level; saturation with each pixel's gray value.
+/// uint8 gives float32 in 0..255 (not clamped). Draws from a RandomStream (id 4). ValueError for
+/// a negative value; ShapeError for an image that is not 3-channel.
+class ColorJitter {
+ public:
+  explicit ColorJitter(ColorJitterOptions options = {});
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+
+ private:
+  ColorJitterOptions options_;
+  RandomStream stream_;
+};
+
+/// Options of PcaLighting (AlexNet's colour augmentation). The default eigenvalues and
+/// eigenvectors are those of ImageNet's RGB pixels in [0, 1] units; `scale` is the pixel unit
+/// (255 for 0..255 images).
+struct PcaLightingOptions {
+  /// Standard deviation of the random weights alpha (0 disables).
+  double sigma = 0.1;
+  std::array<double, 3> eigen_value{0.2175, 0.0188, 0.0045};
+  std::array<std::array<double, 3>, 3> eigen_vector{{{-0.5675, 0.7192, 0.4009},
+                                                     {-0.5808, -0.0045, -0.8140},
+                                                     {-0.5836, -0.6948, 0.4203}}};
+  double scale = 255.0;
+  uint64_t seed = 0;
+};
+
+/// Adds scale * eigen_vector * (alpha .* eigen_value) to each pixel of an RGB (3, H, W) image,
+/// alpha ~ N(0, sigma^2) per image (Krizhevsky et al.; chainercv's pca_lighting). uint8 gives
+/// float32. Draws from a RandomStream (id 5). ValueError for a negative sigma.
+class PcaLighting {
+ public:
+  explicit PcaLighting(PcaLightingOptions options = {});
+  Example operator()(Example example) const;
+  Array apply(const Array& image) const;
+
+ private:
+  PcaLightingOptions options_;
+  RandomStream stream_;
 };
 
 /// A transform applying `transforms` in order (the identity when the list is empty). ValueError

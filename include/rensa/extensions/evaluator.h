@@ -64,6 +64,7 @@ class Evaluator : public training::Extension {
   iterators::Iterator* iterator_;
   std::map<std::string, Link*> targets_;
   training::Converter converter_;
+  bool default_converter_ = true;
   Device device_;
   training::LossFunction eval_func_;
   std::function<void(Evaluator&)> eval_hook_;

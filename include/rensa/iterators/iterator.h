@@ -19,8 +19,8 @@ class Iterator {
   virtual ~Iterator() = default;
   /// The next batch; std::nullopt when a non-repeating iterator has finished its epoch.
   virtual std::optional<Batch> next() = 0;
-  /// The next batch stacked by datasets::concat_examples into one host array per column;
-  /// std::nullopt when finished. Iterators may prepare the arrays ahead (MultithreadIterator).
+  /// The next batch stacked by datasets::concat_examples into one host array per column (no
+  /// arrays for an empty batch); std::nullopt when finished. Iterators may prepare the arrays ahead (MultithreadIterator).
   virtual std::optional<std::vector<Array>> next_arrays();
   /// Completed epochs.
   virtual int64_t epoch() const = 0;

@@ -28,14 +28,25 @@ struct MultithreadIteratorOptions {
   int n_prefetch = 1;
   /// Let the workers also stack each batch (concat_examples), so next_arrays() returns at once.
   bool stack = false;
+  /// Seconds (> 0) after which a batch that is still being read is reported on stderr, with its
+  /// first dataset index, and again every as many seconds (Chainer's dataset_timeout warns too;
+  /// the wait goes on). 0: never.
+  double dataset_timeout = 0.0;
 };
 
 /// Gives exactly the batches (and epoch, epoch_detail, is_new_epoch, serialized state) of a
 /// SerialIterator with the same dataset, batch size, repeat, shuffle and seed, but reads them on
 /// `n_threads` worker threads, `n_prefetch` batches ahead. The workers start at the first next()
 /// and stop in the destructor (which waits for get_example calls in progress). An exception
-/// thrown by the dataset is rethrown by the next()/next_arrays() that returns its batch (the
-/// iterator has then moved past that batch, as SerialIterator does). Not itself thread-safe: call
+/// thrown by the dataset is rethrown, as the same type with "MultithreadIterator: reading dataset
+/// index I: " before its message, by the next()/next_arrays() that returns its batch (the
+/// iterator has then moved past that batch, as SerialIterator does).
+///
+/// This is rensa's counterpart of Chainer's MultiprocessIterator: threads, not processes (a C++
+/// reader holds no interpreter lock; forking after MPI_Init is unsafe under Open MPI; the decoders
+/// are thread-safe). Memory in flight is at most n_prefetch + 1 batches. Each example's random
+/// draws are keyed by (epoch, index) (datasets/example_key.h), so the batches are the same
+/// whatever n_threads is. Not itself thread-safe: call
 /// it from one thread.
 class MultithreadIterator final : public Iterator {
  public:

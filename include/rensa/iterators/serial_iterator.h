@@ -51,7 +51,9 @@ struct IterationPlan {
   IteratorState initial_state() const;
   /// Chainer's iterator state machine: the indices of the next batch and the state after it;
   /// std::nullopt (state unchanged) when a non-repeating iterator has finished.
-  std::optional<std::vector<int64_t>> advance(IteratorState& state) const;
+  /// When `epochs` is given it receives the epoch each index belongs to (a batch may cross a
+  /// boundary), which keys the examples' random draws (datasets/example_key.h).
+  std::optional<std::vector<int64_t>> advance(IteratorState& state, std::vector<int64_t>* epochs = nullptr) const;
   /// Examples per epoch.
   int64_t epoch_size(const IteratorState& state) const;
   double epoch_detail(const IteratorState& state) const;

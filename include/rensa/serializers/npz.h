@@ -50,6 +50,11 @@ std::map<std::string, Array> read_npz_bytes(const void* data, std::size_t size, 
 /// dictionary is parsed strictly and the data must be exactly product(shape) * itemsize bytes.
 /// Throws IOError starting "parse_npy: <what>" on malformed input.
 Array parse_npy(const void* data, std::size_t size, const std::string& what);
+/// Reads a .npy file (numpy.save's format; parse_npy's rules), e.g. the per-pixel mean of an image
+/// dataset (`mean.npy`). IOError naming the file when it cannot be read or parsed.
+Array read_npy(const std::string& path);
+/// Writes `array` as a .npy file that numpy.load reads, atomically (encode_npy's bytes).
+void write_npy(const std::string& path, const Array& array);
 /// Encodes an array as a .npy image (version 1.0; 2.0 if the header needs it), C order, native
 /// byte order; bfloat16 is encoded as float32.
 std::string encode_npy(const Array& array);

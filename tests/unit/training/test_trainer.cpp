@@ -255,9 +255,12 @@ TEST(StandardUpdater, UpdatesReportsAndCountsEpochs) {
   EXPECT_EQ(p.optimizer.epoch(), 2);  // new_epoch() at the end of each epoch
   EXPECT_EQ(p.optimizer.t(), 5);
   EXPECT_FALSE(rensa::allclose(before, p.predictor->W().array(), 0, 0, false));
-  ASSERT_EQ(keys.size(), 10u);
+  // Each iteration: the classifier's accuracy and loss, and the updater's data_wait.
+  ASSERT_EQ(keys.size(), 15u);
   EXPECT_EQ(keys[0], "main/accuracy");
-  EXPECT_EQ(keys[1], "main/loss");
+  EXPECT_EQ(keys[1], "main/data_wait");
+  EXPECT_EQ(keys[2], "main/loss");
+  EXPECT_GE(updater.last_data_wait(), 0.0);
 }
 
 TEST(StandardUpdater, CustomLossFunctionAndConverter) {
