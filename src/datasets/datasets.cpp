@@ -85,6 +85,13 @@ int64_t SubDataset::base_index(int64_t i) const {
 
 Example SubDataset::get_example(int64_t i) const { return base_->get_example(base_index(i)); }
 
+std::optional<std::string> SubDataset::encode_subset(const std::vector<int64_t>& indices) const {
+  std::vector<int64_t> in_base;
+  in_base.reserve(indices.size());
+  for (const int64_t i : indices) in_base.push_back(base_index(i));
+  return base_->encode_subset(in_base);
+}
+
 std::pair<DatasetPtr, DatasetPtr> split_dataset(const DatasetPtr& dataset, int64_t first_size,
                                                 std::optional<std::vector<int64_t>> order) {
   RENSA_CHECK(dataset != nullptr, ValueError, "split_dataset: the dataset is null");

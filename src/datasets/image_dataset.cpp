@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -54,6 +55,70 @@ bool has_image_extension(const fs::path& p) {
 }
 
 Array label_array(int64_t label, Dtype dtype) { return Array::scalar(static_cast<double>(label), dtype); }
+
+// encode_subset's format: a kind tag, the options, then the entries, as length-prefixed fields.
+constexpr const char* kImageTag = "rensa.ImageDataset.1";
+constexpr const char* kLabeledTag = "rensa.LabeledImageDataset.1";
+constexpr const char* kZippedTag = "rensa.LabeledZippedImageDataset.1";
+
+struct Encoder {
+  std::string out;
+  void u64(uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void str(const std::string& s) {
+    u64(s.size());
+    out += s;
+  }
+  void options(const ImageDatasetOptions& o) {
+    str(o.root);
+    u64(static_cast<uint64_t>(o.dtype));
+    u64(static_cast<uint64_t>(o.color));
+    i64(o.min_size);
+    u64(static_cast<uint64_t>(o.label_dtype));
+    u64(o.skip_unreadable ? 1 : 0);
+  }
+};
+
+struct Decoder {
+  const std::string& in;
+  std::size_t pos = 0;
+  uint64_t u64() {
+    RENSA_CHECK(in.size() - pos >= 8, ValueError, "decode_dataset: the bytes end early (offset ", pos, " of ",
+                in.size(), ")");
+    uint64_t v;
+    std::memcpy(&v, in.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  int64_t i64() { return static_cast<int64_t>(u64()); }
+  std::string str() {
+    const uint64_t n = u64();
+    RENSA_CHECK(n <= in.size() - pos, ValueError, "decode_dataset: a string of ", n, " bytes at offset ", pos,
+                " runs past the end (", in.size(), " bytes)");
+    std::string s = in.substr(pos, n);
+    pos += n;
+    return s;
+  }
+  ImageDatasetOptions options() {
+    ImageDatasetOptions o;
+    o.root = str();
+    o.dtype = static_cast<Dtype>(u64());
+    o.color = static_cast<ImageColor>(u64());
+    o.min_size = i64();
+    o.label_dtype = static_cast<Dtype>(u64());
+    o.skip_unreadable = u64() != 0;
+    RENSA_CHECK(static_cast<int>(o.dtype) < kNumDtypes && static_cast<int>(o.color) <= 2 &&
+                    static_cast<int>(o.label_dtype) < kNumDtypes,
+                ValueError, "decode_dataset: corrupt options");
+    return o;
+  }
+};
+
+template <class T>
+const T& at_checked(const std::vector<T>& v, int64_t i, const char* who) {
+  detail::check_index(who, i, static_cast<int64_t>(v.size()));
+  return v[static_cast<std::size_t>(i)];
+}
 
 }  // namespace
 
@@ -133,6 +198,15 @@ Example ImageDataset::get_example(int64_t i) const {
   return {image};
 }
 
+std::optional<std::string> ImageDataset::encode_subset(const std::vector<int64_t>& indices) const {
+  Encoder e;
+  e.str(kImageTag);
+  e.options(options());
+  e.u64(indices.size());
+  for (const int64_t i : indices) e.str(at_checked(paths_, i, "ImageDataset::encode_subset"));
+  return std::move(e.out);
+}
+
 // --- LabeledImageDataset -----------------------------------------------------------------------
 
 LabeledImageDataset::LabeledImageDataset(std::vector<std::pair<std::string, int64_t>> pairs,
@@ -160,6 +234,19 @@ Example LabeledImageDataset::get_example(int64_t i) const {
   const int64_t k =
       read_skipping(i, size(), [&](int64_t j) { return decode(read_file_bytes(path(j)), path(j)); }, image);
   return {image, label_array(label(k), options().label_dtype)};
+}
+
+std::optional<std::string> LabeledImageDataset::encode_subset(const std::vector<int64_t>& indices) const {
+  Encoder e;
+  e.str(kLabeledTag);
+  e.options(options());
+  e.u64(indices.size());
+  for (const int64_t i : indices) {
+    const auto& [path, label] = at_checked(pairs_, i, "LabeledImageDataset::encode_subset");
+    e.str(path);
+    e.i64(label);
+  }
+  return std::move(e.out);
 }
 
 // --- image_folder ------------------------------------------------------------------------------
@@ -223,6 +310,7 @@ LabeledZippedImageDataset::LabeledZippedImageDataset(const std::string& zip_path
                                                      std::vector<std::pair<std::string, int64_t>> pairs,
                                                      ImageDatasetOptions options)
     : ImageSource(options),
+      zip_path_(zip_path),
       images_(std::make_shared<ZippedImageDataset>(zip_path, options)),
       pairs_(std::move(pairs)) {
   check_options("LabeledZippedImageDataset", this->options());
@@ -234,6 +322,20 @@ Example LabeledZippedImageDataset::get_example(int64_t i) const {
   const int64_t k = read_skipping(
       i, size(), [&](int64_t j) { return images_->get_image(pairs_[static_cast<std::size_t>(j)].first); }, image);
   return {image, label_array(pairs_[static_cast<std::size_t>(k)].second, options().label_dtype)};
+}
+
+std::optional<std::string> LabeledZippedImageDataset::encode_subset(const std::vector<int64_t>& indices) const {
+  Encoder e;
+  e.str(kZippedTag);
+  e.options(options());
+  e.str(zip_path_);
+  e.u64(indices.size());
+  for (const int64_t i : indices) {
+    const auto& [name, label] = at_checked(pairs_, i, "LabeledZippedImageDataset::encode_subset");
+    e.str(name);
+    e.i64(label);
+  }
+  return std::move(e.out);
 }
 
 MultiZippedImageDataset::MultiZippedImageDataset(const std::vector<std::string>& zip_paths,
@@ -250,6 +352,36 @@ Example MultiZippedImageDataset::get_example(int64_t i) const {
   const auto it = std::upper_bound(offsets_.begin(), offsets_.end(), i);
   const auto part = static_cast<std::size_t>(it - offsets_.begin() - 1);
   return parts_[part]->get_example(i - offsets_[part]);
+}
+
+// --- decode_dataset ----------------------------------------------------------------------------
+
+DatasetPtr decode_dataset(const std::string& bytes) {
+  Decoder d{bytes};
+  const std::string tag = d.str();
+  RENSA_CHECK(tag == kImageTag || tag == kLabeledTag || tag == kZippedTag, ValueError,
+              "decode_dataset: unknown dataset kind '", tag.substr(0, 64), "'");
+  const ImageDatasetOptions options = d.options();
+  const std::string zip = tag == kZippedTag ? d.str() : std::string();
+  const uint64_t n = d.u64();
+  RENSA_CHECK(n <= bytes.size() / 8, ValueError, "decode_dataset: ", n, " entries cannot fit in ", bytes.size(),
+              " bytes");
+  if (tag == kImageTag) {
+    std::vector<std::string> paths;
+    paths.reserve(n);
+    for (uint64_t k = 0; k < n; ++k) paths.push_back(d.str());
+    RENSA_CHECK(d.pos == bytes.size(), ValueError, "decode_dataset: ", bytes.size() - d.pos, " bytes after the end");
+    return std::make_shared<ImageDataset>(std::move(paths), options);
+  }
+  std::vector<std::pair<std::string, int64_t>> pairs;
+  pairs.reserve(n);
+  for (uint64_t k = 0; k < n; ++k) {
+    std::string path = d.str();
+    pairs.emplace_back(std::move(path), d.i64());
+  }
+  RENSA_CHECK(d.pos == bytes.size(), ValueError, "decode_dataset: ", bytes.size() - d.pos, " bytes after the end");
+  if (tag == kZippedTag) return std::make_shared<LabeledZippedImageDataset>(zip, std::move(pairs), options);
+  return std::make_shared<LabeledImageDataset>(std::move(pairs), options);
 }
 
 }  // namespace rensa::datasets

@@ -1,7 +1,9 @@
 // scatter_index and scatter_dataset: every rank agrees on the root's size, order and shard rule,
 // then takes its shard as a view (or receives it from the root when it has no dataset).
+#include "rensa/datasets/image_dataset.h"
 #include "rensa/mn/scatter.h"
 
+#include <cstring>
 #include <sstream>
 #include <utility>
 
@@ -148,14 +150,26 @@ datasets::DatasetPtr scatter_dataset(const datasets::DatasetPtr& dataset, Commun
     int failed_rank = -1;
     for (int r = 0; r < size; ++r) {
       if (plan.sizes[static_cast<std::size_t>(r)] != -1) continue;
+      // A file-list dataset travels as its shard's file names ({-2, bytes} then the bytes).
+      std::optional<std::string> description;
       std::vector<Array> cols;
       if (error.empty()) {
         try {
-          cols = stack_shard(*dataset, shard_of(plan, order, r, size));
+          const std::vector<int64_t> shard = shard_of(plan, order, r, size);
+          description = dataset->encode_subset(shard);
+          if (!description) cols = stack_shard(*dataset, shard);
         } catch (const Error& e) {
           error = e.what();
           failed_rank = r;
         }
+      }
+      if (error.empty() && description) {
+        comm.send(Array::from_vector(std::vector<int64_t>{-2, static_cast<int64_t>(description->size())}), r,
+                  kShardTag);
+        Array bytes = Array::empty(Shape{static_cast<int64_t>(description->size())}, Dtype::uint8);
+        if (!description->empty()) std::memcpy(bytes.raw_data(), description->data(), description->size());
+        comm.send(bytes, r, kShardTag);
+        continue;
       }
       const int64_t k = !error.empty() ? -1 : cols.empty() ? 0 : cols.front().shape()[0];
       comm.send(Array::from_vector(std::vector<int64_t>{k, static_cast<int64_t>(cols.size())}), r, kShardTag);
@@ -168,6 +182,11 @@ datasets::DatasetPtr scatter_dataset(const datasets::DatasetPtr& dataset, Commun
     return std::make_shared<IndexedDataset>(dataset, shard_of(plan, order, rank, size));
   }
   const std::vector<int64_t> header = comm.recv(options.root, kShardTag).to_vector<int64_t>();
+  if (header.size() == 2 && header[0] == -2) {
+    const Array bytes = comm.recv(options.root, kShardTag);
+    const std::string description(static_cast<const char*>(bytes.raw_data()), static_cast<std::size_t>(bytes.size()));
+    return datasets::decode_dataset(description);
+  }
   RENSA_CHECK(header.size() == 2 && header[0] >= 0, ValueError, "scatter_dataset: rank ", rank,
               " got no shard: the root (rank ", options.root, ") failed to stack the examples");
   std::vector<Array> cols;

@@ -6,6 +6,8 @@
 #include <set>
 #include <vector>
 
+#include "rensa/datasets/image_dataset.h"
+#include "rensa/datasets/sub_dataset.h"
 #include "rensa/mn/scatter.h"
 #include "tests/mn/train_test_util.h"
 #include "tests/unit/test_util.h"
@@ -118,6 +120,38 @@ TEST(Scatter, RootSendsShardsToRanksWithoutData) {
       }
     }
   }
+}
+
+TEST(Scatter, FileListsTravelAsFileNames) {
+  // ChainerMN's imagenet pattern: only the root builds the dataset. The files do not exist, so a
+  // root that decoded an image would fail: the ranks get names, labels and options.
+  Communicator c = comm();
+  std::vector<std::pair<std::string, int64_t>> pairs;
+  for (int64_t i = 0; i < 11; ++i) pairs.emplace_back("class" + std::to_string(i % 3) + "/img" + std::to_string(i) + ".jpg", i);
+  const datasets::ImageDatasetOptions options{.root = "/nonexistent", .dtype = Dtype::uint8, .min_size = 40};
+  datasets::DatasetPtr full = std::make_shared<datasets::LabeledImageDataset>(pairs, options);
+  // A SubDataset of one travels too (its base's names).
+  full = std::make_shared<datasets::SubDataset>(full, 1, 11);
+  const ScatterOptions o{.shuffle = true, .seed = 7};
+  const auto shard = scatter_dataset(c.rank() == 0 ? full : nullptr, c, o);
+  const std::vector<int64_t> idx = scatter_index(10, c, o);
+  ASSERT_EQ(shard->size(), static_cast<int64_t>(idx.size()));
+  if (c.rank() != 0) {
+    const auto* images = dynamic_cast<const datasets::LabeledImageDataset*>(shard.get());
+    ASSERT_NE(images, nullptr);
+    EXPECT_EQ(images->options().root, "/nonexistent");
+    EXPECT_EQ(images->options().dtype, Dtype::uint8);
+    EXPECT_EQ(images->options().min_size, 40);
+    for (int64_t i = 0; i < shard->size(); ++i) {
+      EXPECT_EQ(images->pairs()[static_cast<std::size_t>(i)], pairs[static_cast<std::size_t>(idx[static_cast<std::size_t>(i)] + 1)]);
+    }
+    expect_error<IOError>([&] { shard->get_example(0); }, {"/nonexistent/class"});
+  }
+  // Corrupt descriptions are errors, not crashes.
+  expect_error<ValueError>([] { datasets::decode_dataset("junk"); }, {"decode_dataset"});
+  std::string cut = *full->encode_subset({0, 1, 2});
+  cut.resize(cut.size() - 3);
+  expect_error<ValueError>([&] { datasets::decode_dataset(cut); }, {"decode_dataset"});
 }
 
 TEST(Scatter, ErrorsOnEveryRank) {

@@ -84,6 +84,8 @@ class ImageDataset final : public Dataset, public ImageSource {
   /// The file of example i (root joined with its path).
   std::string path(int64_t i) const;
   const std::vector<std::string>& paths() const { return paths_; }
+  /// The paths of `indices` and the options (see Dataset::encode_subset).
+  std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
 
  private:
   std::vector<std::string> paths_;
@@ -103,6 +105,8 @@ class LabeledImageDataset final : public Dataset, public ImageSource {
   std::string path(int64_t i) const;
   int64_t label(int64_t i) const;
   const std::vector<std::pair<std::string, int64_t>>& pairs() const { return pairs_; }
+  /// The pairs of `indices` and the options (see Dataset::encode_subset).
+  std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
 
  private:
   std::vector<std::pair<std::string, int64_t>> pairs_;
@@ -149,8 +153,11 @@ class LabeledZippedImageDataset final : public Dataset, public ImageSource {
                             ImageDatasetOptions options = {});
   int64_t size() const override { return static_cast<int64_t>(pairs_.size()); }
   Example get_example(int64_t i) const override;
+  /// The archive's path, the pairs of `indices` and the options (see Dataset::encode_subset).
+  std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
 
  private:
+  std::string zip_path_;
   std::shared_ptr<ZippedImageDataset> images_;
   std::vector<std::pair<std::string, int64_t>> pairs_;
 };
@@ -166,5 +173,10 @@ class MultiZippedImageDataset final : public Dataset {
   std::vector<std::shared_ptr<ZippedImageDataset>> parts_;
   std::vector<int64_t> offsets_;  // offsets_[k]: first index of part k; back(): the size
 };
+
+/// Rebuilds a dataset from Dataset::encode_subset's bytes (ImageDataset, LabeledImageDataset,
+/// LabeledZippedImageDataset). ValueError naming decode_dataset for bytes it does not know or that
+/// are cut short.
+DatasetPtr decode_dataset(const std::string& bytes);
 
 }  // namespace rensa::datasets

@@ -27,6 +27,8 @@ class SubDataset final : public Dataset {
   int64_t size() const override { return finish_ - start_; }
   /// IndexError (naming the dataset and its size) unless 0 <= i < size().
   Example get_example(int64_t i) const override;
+  /// The base's encode_subset of the corresponding base indices.
+  std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
   /// The index of example `i` in the base dataset.
   int64_t base_index(int64_t i) const;
   const DatasetPtr& base() const { return base_; }

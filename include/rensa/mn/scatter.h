@@ -35,9 +35,13 @@ std::vector<int64_t> scatter_index(int64_t n, Communicator comm, const ScatterOp
 
 /// This rank's shard of `dataset` (see scatter_index) as a view of it: no example is copied or sent
 /// when every rank passes the same dataset (loaded from the same files, say). Non-root ranks may
-/// pass a null dataset: the root then sends each of them the examples of its shard, stacked by
-/// column (every example must have the same number of columns, and each column the same shape and
-/// dtype across examples; ValueError otherwise), and they get a TupleDataset. Collective.
+/// pass a null dataset (ChainerMN's pattern): a file-list dataset (one whose encode_subset gives
+/// bytes: ImageDataset, LabeledImageDataset, LabeledZippedImageDataset, or a SubDataset of one)
+/// then sends each of them its shard's file names and options, and they read the files themselves;
+/// for other datasets the root sends the examples of the shard, stacked by column (every example
+/// must have the same number of columns, and each column the same shape and dtype across
+/// examples; ValueError otherwise), and they get a TupleDataset. Wrap the shard in its
+/// TransformDataset after scattering: transforms are code, which does not travel. Collective.
 datasets::DatasetPtr scatter_dataset(const datasets::DatasetPtr& dataset, Communicator comm,
                                      const ScatterOptions& options = {});
 
