@@ -3,15 +3,20 @@
 /// The umbrella header of the training stack: links, optimizers, datasets, iterators, serializers,
 /// the Trainer and its extensions.
 
+#include "rensa/datasets/cifar.h"
 #include "rensa/datasets/concat_examples.h"
 #include "rensa/datasets/concatenated_dataset.h"
 #include "rensa/datasets/dataset.h"
+#include "rensa/datasets/dataset_root.h"
 #include "rensa/datasets/example_key.h"
 #include "rensa/datasets/image_dataset.h"
 #include "rensa/datasets/image_io.h"
 #include "rensa/datasets/image_transforms.h"
 #include "rensa/datasets/mnist.h"
+#include "rensa/datasets/ptb.h"
 #include "rensa/datasets/sub_dataset.h"
+#include "rensa/datasets/svhn.h"
+#include "rensa/datasets/text_dataset.h"
 #include "rensa/datasets/transform_dataset.h"
 #include "rensa/datasets/tuple_dataset.h"
 #include "rensa/extensions/chained_shift.h"
@@ -27,6 +32,7 @@
 #include "rensa/extensions/value_observation.h"
 #include "rensa/iterators/iterator.h"
 #include "rensa/iterators/multithread_iterator.h"
+#include "rensa/iterators/order_sampler.h"
 #include "rensa/iterators/serial_iterator.h"
 #include "rensa/links/activation.h"
 #include "rensa/links/bias_scale.h"

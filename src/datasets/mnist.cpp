@@ -16,7 +16,9 @@
 
 #include "rensa/core/error.h"
 #include "rensa/datasets/tuple_dataset.h"
-#include "src/backends/common/scalar_ops.h"
+#include "rensa/datasets/dataset_root.h"
+#include "rensa/serializers/npz.h"
+#include "src/datasets/pixels.h"
 
 namespace rensa::datasets {
 namespace {
@@ -70,7 +72,7 @@ class IdxAccumulator {
     const uint64_t found = data_.size() + extra_;
     RENSA_CHECK(found == expected_data_, IOError, what_, ": expected ", expected_data_, " bytes of ", noun_,
                 " after the header, found ", found,
-                found > expected_data_ ? detail::concat(" (", found - expected_data_, " trailing bytes)") : "");
+                found > expected_data_ ? rensa::detail::concat(" (", found - expected_data_, " trailing bytes)") : "");
   }
 
   const std::vector<int64_t>& dims() const { return dims_; }
@@ -229,6 +231,37 @@ std::string find_file(const std::filesystem::path& dir, const std::string& stem,
   RENSA_THROW(IOError, src.who, ": ", gz.string(), " not found (nor ", raw.string(), ")", install_hint(src));
 }
 
+/// The split of `images` (n, 28, 28) bytes and their labels, checked, shaped and scaled as `opt` says.
+DatasetPtr make_split(const unsigned char* pixels_data, const std::vector<int64_t>& d, const unsigned char* lab,
+                      int64_t n_labels, const std::string& images_path, const std::string& labels_path,
+                      const MnistOptions& opt) {
+  RENSA_CHECK(d.size() == 3 && d[1] == kImageSide && d[2] == kImageSide, IOError, images_path,
+              ": expected images of 28x28 pixels, found ", Shape(d), " (images, rows, columns)");
+  const int64_t n = d[0];
+  RENSA_CHECK(n_labels == n, IOError, images_path, " holds ", n, " images but ", labels_path, " holds ", n_labels,
+              " labels");
+  for (int64_t i = 0; i < n; ++i) {
+    RENSA_CHECK(lab[i] <= 9, IOError, labels_path, ": label ", static_cast<int>(lab[i]), " of example ", i,
+                " is outside 0..9");
+  }
+
+  // Images: one array for the whole split, in the requested shape and dtype.
+  const int64_t pixels = kImageSide * kImageSide;
+  const int channels = (opt.ndim == 3 && opt.rgb_format) ? 3 : 1;
+  Shape shape;
+  if (opt.ndim == 1) shape = Shape{n, pixels};
+  if (opt.ndim == 2) shape = Shape{n, kImageSide, kImageSide};
+  if (opt.ndim == 3) shape = Shape{n, channels, kImageSide, kImageSide};
+  const Array x = detail::scale_pixels(pixels_data, shape, n, pixels, channels, opt.scale, opt.dtype);
+
+  if (!opt.withlabel) return std::make_shared<TupleDataset>(std::vector<Array>{x});
+  Array t = Array::empty(Shape{n}, Dtype::int32);
+  int32_t* tp = t.data<int32_t>();
+  for (int64_t i = 0; i < n; ++i) tp[i] = lab[i];
+  if (opt.label_dtype != Dtype::int32) t = t.astype(opt.label_dtype);
+  return std::make_shared<TupleDataset>(std::vector<Array>{x, t});
+}
+
 DatasetPtr load_split(const std::filesystem::path& dir, const std::string& prefix, const MnistOptions& opt,
                       const Source& src) {
   const std::string images_path = find_file(dir, prefix + "-images-idx3-ubyte", src);
@@ -241,56 +274,8 @@ DatasetPtr load_split(const std::filesystem::path& dir, const std::string& prefi
   file.clear();
   file.shrink_to_fit();
 
-  const std::vector<int64_t>& d = images.dims();
-  RENSA_CHECK(d[1] == kImageSide && d[2] == kImageSide, IOError, images_path, ": expected images of 28x28 pixels, found ",
-              Shape(d), " (images, rows, columns)");
-  const int64_t n = d[0];
-  RENSA_CHECK(labels.dims()[0] == n, IOError, images_path, " holds ", n, " images but ", labels_path, " holds ",
-              labels.dims()[0], " labels");
-  const std::vector<unsigned char>& lab = labels.data();
-  for (std::size_t i = 0; i < lab.size(); ++i) {
-    RENSA_CHECK(lab[i] <= 9, IOError, labels_path, ": label ", static_cast<int>(lab[i]), " of example ", i,
-                " is outside 0..9");
-  }
-
-  // Images: one array for the whole split, in the requested shape and dtype.
-  const int64_t pixels = kImageSide * kImageSide;
-  const int channels = (opt.ndim == 3 && opt.rgb_format) ? 3 : 1;
-  Shape shape;
-  if (opt.ndim == 1) shape = Shape{n, pixels};
-  if (opt.ndim == 2) shape = Shape{n, kImageSide, kImageSide};
-  if (opt.ndim == 3) shape = Shape{n, channels, kImageSide, kImageSide};
-  const unsigned char* src_px = images.data().data();
-  // Computed in T (float32, or float64 for float64), stored as U: a 16-bit or integer dtype gets
-  // its float32 value rounded once, without a float32 copy of the whole split.
-  auto convert = [&]<class T, class U>(T factor) {
-    Array out = Array::empty(shape, dtype_of<U>());
-    // 256 possible bytes: a table replaces the multiply (and matches NumPy's
-    // astype(dtype) followed by `*= scale / 255.` in that dtype).
-    U table[256];
-    for (int v = 0; v < 256; ++v) table[v] = backends::convert<U>(static_cast<T>(v) * factor);
-    U* dst = out.data<U>();
-    for (int64_t i = 0; i < n; ++i) {
-      const unsigned char* row = src_px + i * pixels;
-      for (int c = 0; c < channels; ++c) {
-        U* o = dst + (i * channels + c) * pixels;
-        for (int64_t k = 0; k < pixels; ++k) o[k] = table[row[k]];
-      }
-    }
-    return out;
-  };
-  const Array x = opt.dtype == Dtype::float64
-                      ? convert.operator()<double, double>(opt.scale / 255.0)
-                      : dispatch(opt.dtype, [&]<class U>() {
-                          return convert.operator()<float, U>(static_cast<float>(opt.scale / 255.0));
-                        });
-
-  if (!opt.withlabel) return std::make_shared<TupleDataset>(std::vector<Array>{x});
-  Array t = Array::empty(Shape{n}, Dtype::int32);
-  int32_t* tp = t.data<int32_t>();
-  for (int64_t i = 0; i < n; ++i) tp[i] = lab[static_cast<std::size_t>(i)];
-  if (opt.label_dtype != Dtype::int32) t = t.astype(opt.label_dtype);
-  return std::make_shared<TupleDataset>(std::vector<Array>{x, t});
+  return make_split(images.data().data(), images.dims(), labels.data().data(), labels.dims()[0], images_path,
+                    labels_path, opt);
 }
 
 std::pair<DatasetPtr, DatasetPtr> load_mnist(const std::string& dir, const MnistOptions& opt, const Source& src) {
@@ -325,6 +310,44 @@ std::pair<DatasetPtr, DatasetPtr> get_mnist(const std::string& dir, const MnistO
 std::pair<DatasetPtr, DatasetPtr> get_fashion_mnist(const MnistOptions& options) {
   return load_mnist(options.dir.empty() ? std::string(kFashionMnistDir) : options.dir, options,
                     {"get_fashion_mnist", true});
+}
+
+std::vector<std::string> get_fashion_mnist_labels() {
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+}
+
+std::vector<std::pair<std::string, std::string>> get_kuzushiji_mnist_labels() {
+  return {{"o", "\u304A"}, {"ki", "\u304D"}, {"su", "\u3059"}, {"tsu", "\u3064"}, {"na", "\u306A"},
+          {"ha", "\u306F"}, {"ma", "\u307E"}, {"ya", "\u3084"}, {"re", "\u308C"}, {"wo", "\u3092"}};
+}
+
+std::pair<DatasetPtr, DatasetPtr> get_kuzushiji_mnist(const MnistOptions& options) {
+  RENSA_CHECK(options.ndim >= 1 && options.ndim <= 3, ValueError, "get_kuzushiji_mnist: ndim must be 1, 2 or 3, got ",
+              options.ndim);
+  const std::filesystem::path dir =
+      options.dir.empty() ? std::filesystem::path(get_dataset_root()) / "kuzushiji_mnist" : std::filesystem::path(options.dir);
+  auto array_of = [&](const std::string& name) {
+    const std::string path = (dir / name).string();
+    std::error_code ec;
+    RENSA_CHECK(std::filesystem::is_regular_file(path, ec), IOError, "get_kuzushiji_mnist: ", path,
+                " not found; download ", name, " from http://codh.rois.ac.jp/kmnist/ into ", dir.string(),
+                " (or set MnistOptions::dir)");
+    const auto arrays = serializers::read_npz(path);
+    const auto it = arrays.find("arr_0");
+    RENSA_CHECK(it != arrays.end() && it->second.dtype() == Dtype::uint8, IOError, "get_kuzushiji_mnist: ", path,
+                " has no uint8 array arr_0");
+    return it->second;
+  };
+  auto split = [&](const std::string& prefix) {
+    const Array x = array_of(prefix + "-imgs.npz").copy();
+    const Array t = array_of(prefix + "-labels.npz").copy();
+    RENSA_CHECK(t.ndim() == 1, IOError, "get_kuzushiji_mnist: ", (dir / (prefix + "-labels.npz")).string(),
+                ": labels of shape ", t.shape(), ", expected (N,)");
+    return make_split(static_cast<const unsigned char*>(x.raw_data()), x.shape().to_vector(),
+                      static_cast<const unsigned char*>(t.raw_data()), t.shape()[0],
+                      (dir / (prefix + "-imgs.npz")).string(), (dir / (prefix + "-labels.npz")).string(), options);
+  };
+  return {split("kmnist-train"), split("kmnist-test")};
 }
 
 }  // namespace rensa::datasets

@@ -53,7 +53,7 @@ training::DictSummary Evaluator::evaluate_summary() {
     // As StandardUpdater: stacked by the iterator (its workers, for a MultithreadIterator).
     std::vector<Array> arrays;
     int64_t batch_size = 0;
-    if (default_converter_ && device_.is_host()) {
+    if (default_converter_ && device_.is_host() && iterator_->stacks_ahead()) {
       std::optional<std::vector<Array>> stacked = iterator_->next_arrays();
       if (!stacked.has_value()) break;
       arrays = std::move(*stacked);

@@ -90,7 +90,7 @@ struct MultithreadIterator::Impl {
   std::vector<std::thread> workers;
 
   Impl(datasets::DatasetPtr dataset, int64_t batch_size, const MultithreadIteratorOptions& o)
-      : plan("MultithreadIterator", std::move(dataset), batch_size, o.repeat, o.shuffle, o.seed),
+      : plan("MultithreadIterator", std::move(dataset), batch_size, o.repeat, o.shuffle, o.seed, o.order_sampler),
         n_threads(o.n_threads),
         n_prefetch(o.n_prefetch),
         stack(o.stack),
@@ -278,6 +278,7 @@ std::optional<std::vector<Array>> MultithreadIterator::next_arrays() {
   return datasets::concat_examples(p->examples);  // not stacked ahead
 }
 
+bool MultithreadIterator::stacks_ahead() const { return impl_->stack; }
 int64_t MultithreadIterator::epoch() const { return impl_->state.epoch; }
 double MultithreadIterator::epoch_detail() const { return impl_->plan.epoch_detail(impl_->state); }
 std::optional<double> MultithreadIterator::previous_epoch_detail() const {

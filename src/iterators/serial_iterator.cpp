@@ -13,15 +13,21 @@ namespace rensa::iterators {
 namespace detail {
 
 IterationPlan::IterationPlan(const char* who, datasets::DatasetPtr dataset_, int64_t batch_size_, bool repeat_,
-                             bool shuffle_, std::optional<uint64_t> seed_)
-    : dataset(std::move(dataset_)), batch_size(batch_size_), repeat(repeat_), shuffle(shuffle_) {
+                             bool shuffle_, std::optional<uint64_t> seed_,
+                             std::shared_ptr<const OrderSampler> order_sampler_)
+    : dataset(std::move(dataset_)),
+      batch_size(batch_size_),
+      repeat(repeat_),
+      shuffle(shuffle_ || order_sampler_ != nullptr),
+      order_sampler(std::move(order_sampler_)),
+      name(who) {
   RENSA_CHECK(dataset != nullptr, ValueError, who, ": the dataset is null");
   RENSA_CHECK(batch_size >= 1, ValueError, who, ": batch_size must be at least 1, got ", batch_size);
   RENSA_CHECK(!repeat || dataset->size() > 0, ValueError, who,
               ": a repeating iterator needs a non-empty dataset (its size is 0)");
   if (seed_) {
     seed = *seed_;
-  } else if (shuffle) {
+  } else if (shuffle && order_sampler == nullptr) {
     // Drawn from the caller's default generator, so rensa::seed() makes the orders repeat.
     Generator& g = default_generator();
     uint32_t r[4];
@@ -30,13 +36,33 @@ IterationPlan::IterationPlan(const char* who, datasets::DatasetPtr dataset_, int
   }
 }
 
+std::shared_ptr<const std::vector<int64_t>> IterationPlan::next_order(const std::vector<int64_t>& previous,
+                                                                     int64_t position, int64_t epoch,
+                                                                     uint64_t& rng_offset) const {
+  const int64_t n = dataset->size();
+  if (order_sampler == nullptr) {
+    Generator g(seed);
+    g.set_offset(rng_offset);
+    auto order = std::make_shared<const std::vector<int64_t>>(datasets::permutation(n, g));
+    rng_offset = g.offset();
+    return order;
+  }
+  std::vector<int64_t> order = (*order_sampler)(previous, position, epoch, n);
+  RENSA_CHECK(static_cast<int64_t>(order.size()) == n, ValueError, name, ": the order sampler gave ", order.size(),
+              " indices for a dataset of ", n, " examples (epoch ", epoch, ")");
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  for (const int64_t v : order) {
+    RENSA_CHECK(v >= 0 && v < n && !seen[static_cast<std::size_t>(v)], ValueError, name,
+                ": the order sampler's order is not a permutation of 0..", n - 1, " (entry ", v, ", epoch ", epoch,
+                ")");
+    seen[static_cast<std::size_t>(v)] = 1;
+  }
+  return std::make_shared<const std::vector<int64_t>>(std::move(order));
+}
+
 IteratorState IterationPlan::initial_state() const {
   IteratorState s;
-  if (shuffle) {
-    Generator g(seed);
-    s.order = std::make_shared<const std::vector<int64_t>>(datasets::permutation(dataset->size(), g));
-    s.rng_offset = g.offset();
-  }
+  if (shuffle) s.order = next_order({}, 0, 0, s.rng_offset);
   return s;
 }
 
@@ -68,12 +94,7 @@ std::optional<std::vector<int64_t>> IterationPlan::advance(IteratorState& state,
   // the dataset spans several epochs).
   while (i_end >= n) {
     take(i, n);
-    if (state.order) {
-      Generator g(seed);
-      g.set_offset(state.rng_offset);
-      state.order = std::make_shared<const std::vector<int64_t>>(datasets::permutation(n, g));
-      state.rng_offset = g.offset();
-    }
+    if (state.order) state.order = next_order(*state.order, n, state.epoch + 1, state.rng_offset);
     i = 0;
     i_end = repeat ? i_end - n : 0;
     ++state.epoch;
@@ -138,7 +159,8 @@ void IterationPlan::serialize(const char* who, serializers::Serializer& s, Itera
 }  // namespace detail
 
 SerialIterator::SerialIterator(datasets::DatasetPtr dataset, int64_t batch_size, SerialIteratorOptions options)
-    : plan_("SerialIterator", std::move(dataset), batch_size, options.repeat, options.shuffle, options.seed),
+    : plan_("SerialIterator", std::move(dataset), batch_size, options.repeat, options.shuffle, options.seed,
+            std::move(options.order_sampler)),
       state_(plan_.initial_state()) {}
 
 std::optional<Batch> SerialIterator::next() {

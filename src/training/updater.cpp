@@ -63,8 +63,9 @@ StandardUpdater::StandardUpdater(std::map<std::string, iterators::Iterator*> ite
       loss_func_(std::move(options.loss_func)) {
   RENSA_CHECK(iterators_.count("main") == 1 && iterators_.at("main") != nullptr, ValueError,
               "StandardUpdater: the iterators must include \"main\"; given ", known_names(iterators_));
-  RENSA_CHECK(optimizers_.count("main") == 1 && optimizers_.at("main") != nullptr, ValueError,
-              "StandardUpdater: the optimizers must include \"main\"; given ", known_names(optimizers_));
+  // As Chainer, only the default update_core needs an optimizer named "main" (a GAN's updater has
+  // "gen" and "dis").
+  RENSA_CHECK(!optimizers_.empty(), ValueError, "StandardUpdater: no optimizer given");
   for (const auto& [name, it] : iterators_) {
     RENSA_CHECK(it != nullptr, ValueError, "StandardUpdater: iterator '", name, "' is null");
   }
@@ -89,10 +90,10 @@ void StandardUpdater::update() {
 
 void StandardUpdater::update_core() {
   iterators::Iterator& iterator = *iterators_.at("main");
-  optimizers::Optimizer& optimizer = *optimizers_.at("main");
+  optimizers::Optimizer& optimizer = get_optimizer("main");
   const auto wait_start = std::chrono::steady_clock::now();
   std::vector<Array> arrays;
-  if (default_converter_ && device_.is_host()) {
+  if (default_converter_ && device_.is_host() && iterator.stacks_ahead()) {
     std::optional<std::vector<Array>> stacked = iterator.next_arrays();
     RENSA_CHECK(stacked.has_value(), ValueError,
                 "StandardUpdater::update: the main iterator is exhausted (a training iterator must repeat)");

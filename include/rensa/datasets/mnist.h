@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 #include <utility>
 
 #include "rensa/core/array.h"
@@ -39,6 +40,23 @@ struct MnistOptions {
 /// to install the dataset-fashion-mnist package (scripts/setup does); a malformed file throws
 /// IOError naming the file and what is wrong. See get_mnist for the files.
 std::pair<DatasetPtr, DatasetPtr> get_fashion_mnist(const MnistOptions& options = {});
+
+/// The names of Fashion-MNIST's ten classes, by label (Chainer's get_fashion_mnist_labels):
+/// "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+/// "Ankle boot".
+std::vector<std::string> get_fashion_mnist_labels();
+
+/// Loads Kuzushiji-MNIST (Chainer's get_kuzushiji_mnist) from options.dir (default
+/// get_dataset_root() + "/kuzushiji_mnist"): the NumPy files kmnist-train-imgs.npz,
+/// kmnist-train-labels.npz, kmnist-test-imgs.npz and kmnist-test-labels.npz (array "arr_0";
+/// http://codh.rois.ac.jp/kmnist/), into (train, test) as get_mnist shapes and scales them. IOError
+/// naming a missing file (and where it comes from) or one without 28 x 28 uint8 images and labels
+/// 0..9 of the same count.
+std::pair<DatasetPtr, DatasetPtr> get_kuzushiji_mnist(const MnistOptions& options = {});
+
+/// Kuzushiji-MNIST's classes by label: (romaji, the hiragana in UTF-8), e.g. {"o", "お"}
+/// (Chainer's get_kuzushiji_mnist_labels).
+std::vector<std::pair<std::string, std::string>> get_kuzushiji_mnist_labels();
 
 /// Loads MNIST-format data from `dir` (options.dir is ignored): train-images-idx3-ubyte,
 /// train-labels-idx1-ubyte, t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte, each with or

@@ -22,6 +22,10 @@ class Iterator {
   /// The next batch stacked by datasets::concat_examples into one host array per column (no
   /// arrays for an empty batch); std::nullopt when finished. Iterators may prepare the arrays ahead (MultithreadIterator).
   virtual std::optional<std::vector<Array>> next_arrays();
+  /// Whether next_arrays() hands over batches stacked ahead (by worker threads), so that the
+  /// training loop should call it instead of next() and a converter (MultithreadIterator with
+  /// `stack`). False by default.
+  virtual bool stacks_ahead() const { return false; }
   /// Completed epochs.
   virtual int64_t epoch() const = 0;
   /// Epochs as a real number (epoch + fraction of the current one).

@@ -22,6 +22,8 @@ struct MultithreadIteratorOptions {
   bool shuffle = true;
   /// As SerialIteratorOptions::seed.
   std::optional<uint64_t> seed{};
+  /// As SerialIteratorOptions::order_sampler.
+  std::shared_ptr<const OrderSampler> order_sampler{};
   /// Worker threads (>= 1). They run kernels single-threaded, leaving the cores to the model.
   int n_threads = 1;
   /// Batches fetched ahead of the one returned (>= 1).
@@ -59,6 +61,8 @@ class MultithreadIterator final : public Iterator {
   std::optional<Batch> next() override;
   /// The next batch stacked; prepared by the workers when options.stack is set.
   std::optional<std::vector<Array>> next_arrays() override;
+  /// options.stack.
+  bool stacks_ahead() const override;
   int64_t epoch() const override;
   double epoch_detail() const override;
   std::optional<double> previous_epoch_detail() const override;

@@ -9,6 +9,7 @@
 
 #include "rensa/datasets/dataset.h"
 #include "rensa/iterators/iterator.h"
+#include "rensa/iterators/order_sampler.h"
 
 namespace rensa::iterators {
 
@@ -22,6 +23,9 @@ struct SerialIteratorOptions {
   /// shuffling, a seed is drawn from the calling thread's default generator (so rensa::seed() makes
   /// runs repeat); without shuffling it is 0 and the default generator is left alone.
   std::optional<uint64_t> seed{};
+  /// Decides each epoch's order instead of `shuffle` and `seed` (Chainer's order_sampler), e.g.
+  /// ShuffleOrderSampler, or your own (order_sampler.h).
+  std::shared_ptr<const OrderSampler> order_sampler{};
 };
 
 namespace detail {
@@ -43,10 +47,18 @@ struct IterationPlan {
   bool repeat = true;
   bool shuffle = true;
   uint64_t seed = 0;
+  /// When set, gives the orders (and shuffle is true: the order is kept and saved).
+  std::shared_ptr<const OrderSampler> order_sampler;
+  /// The iterator's name in errors.
+  const char* name = "";
 
   /// Checks the arguments (`who` names the iterator in errors) and resolves an unset seed.
   IterationPlan(const char* who, datasets::DatasetPtr dataset, int64_t batch_size, bool repeat, bool shuffle,
-                std::optional<uint64_t> seed);
+                std::optional<uint64_t> seed, std::shared_ptr<const OrderSampler> order_sampler = nullptr);
+  /// The order of `epoch` after `previous` (at position `position`), from the sampler or the
+  /// shuffling generator (whose position `rng_offset` advances).
+  std::shared_ptr<const std::vector<int64_t>> next_order(const std::vector<int64_t>& previous, int64_t position,
+                                                         int64_t epoch, uint64_t& rng_offset) const;
   /// The state of a fresh iterator (first order drawn from the generator's start).
   IteratorState initial_state() const;
   /// Chainer's iterator state machine: the indices of the next batch and the state after it;

@@ -81,16 +81,18 @@ struct StandardUpdaterOptions {
 /// The standard step (Chainer's StandardUpdater): take the next batch of the main iterator,
 /// convert it, and let the main optimizer compute the loss, backpropagate and update; call the
 /// optimizer's new_epoch() when the iterator starts a new epoch. Iterators and optimizers are kept
-/// by reference and must outlive the updater. With the default converter on the host the batch
-/// comes from the iterator's next_arrays(), so a MultithreadIterator with `stack` hands over the
-/// arrays its workers stacked. The seconds the step waited for its batch are reported as
+/// by reference and must outlive the updater. With the default converter on the host and an
+/// iterator that stacks ahead (MultithreadIterator with `stack`), the batch is the arrays its
+/// workers stacked (next_arrays()), with no copy on this thread. The seconds the step waited for its batch are reported as
 /// "main/data_wait" (LogReport averages them): near 0 when the loader keeps up.
 class StandardUpdater : public Updater {
  public:
   /// One iterator and one optimizer, both named "main". ValueError when the optimizer has no
   /// target (setup was not called).
   StandardUpdater(iterators::Iterator& iterator, optimizers::Optimizer& optimizer, StandardUpdaterOptions options = {});
-  /// Several named iterators and optimizers; both maps must contain "main" (ValueError).
+  /// Several named iterators and optimizers; the iterators must contain "main" (ValueError), and
+  /// the default update_core uses the optimizer "main" (a custom one may name them otherwise, as
+  /// a GAN's "gen" and "dis").
   StandardUpdater(std::map<std::string, iterators::Iterator*> iterators,
                   std::map<std::string, optimizers::Optimizer*> optimizers, StandardUpdaterOptions options = {});
 

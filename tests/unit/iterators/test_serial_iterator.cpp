@@ -7,6 +7,8 @@
 
 #include "rensa/datasets/sub_dataset.h"
 #include "rensa/datasets/tuple_dataset.h"
+#include "rensa/iterators/multithread_iterator.h"
+#include "rensa/iterators/order_sampler.h"
 #include "rensa/iterators/serial_iterator.h"
 #include "rensa/serializers/npz.h"
 #include "tests/unit/test_util.h"
@@ -286,6 +288,69 @@ TEST(SerialIterator, UnseededIteratorsFollowTheDefaultGenerator) {
   const uint64_t offset = default_generator().offset();
   SerialIterator in_order(make_dataset(5), 2, {.shuffle = false});
   EXPECT_EQ(default_generator().offset(), offset);
+}
+
+}  // namespace
+}  // namespace rensa::iterators
+
+namespace rensa::iterators {
+namespace {
+
+/// Reverses the previous order each epoch (index order at the start), and records its calls.
+class Reversing final : public OrderSampler {
+ public:
+  mutable std::vector<int64_t> epochs;
+  std::vector<int64_t> operator()(const std::vector<int64_t>& current, int64_t, int64_t epoch,
+                                  int64_t size) const override {
+    epochs.push_back(epoch);
+    std::vector<int64_t> order(current.rbegin(), current.rend());
+    if (order.empty()) {
+      for (int64_t i = 0; i < size; ++i) order.push_back(i);
+    }
+    return order;
+  }
+};
+
+class Broken final : public OrderSampler {
+ public:
+  std::vector<int64_t> operator()(const std::vector<int64_t>&, int64_t, int64_t, int64_t size) const override {
+    return std::vector<int64_t>(static_cast<std::size_t>(size), 0);
+  }
+};
+
+std::vector<int64_t> firsts(Iterator& it, int n) {
+  std::vector<int64_t> out;
+  for (int k = 0; k < n; ++k) out.push_back(it.next_arrays()->at(0).to_vector<int64_t>()[0]);
+  return out;
+}
+
+TEST(OrderSampler, DecidesEachEpochsOrder) {
+  auto ds = std::make_shared<datasets::TupleDataset>(std::vector<Array>{Array::arange(4)});
+  auto sampler = std::make_shared<Reversing>();
+  SerialIterator it(ds, 2, {.order_sampler = sampler});
+  EXPECT_EQ(firsts(it, 6), (std::vector<int64_t>{0, 2, 3, 1, 0, 2}));
+  EXPECT_EQ(sampler->epochs, (std::vector<int64_t>{0, 1, 2, 3}));
+  // The same orders on worker threads; a resume continues them.
+  MultithreadIterator mt(ds, 2, {.order_sampler = std::make_shared<Reversing>(), .n_threads = 2});
+  EXPECT_EQ(firsts(mt, 3), (std::vector<int64_t>{0, 2, 3}));
+  serializers::DictionarySerializer saver;
+  mt.serialize(saver);
+  SerialIterator resumed(ds, 2, {.order_sampler = std::make_shared<Reversing>()});
+  serializers::DictionaryDeserializer loader(saver.target(), "test");
+  resumed.serialize(loader);
+  EXPECT_EQ(firsts(resumed, 3), (std::vector<int64_t>{1, 0, 2}));
+  test::expect_error<ValueError>([&] { SerialIterator bad(ds, 2, {.order_sampler = std::make_shared<Broken>()}); },
+                                 {"SerialIterator", "order sampler", "not a permutation"});
+}
+
+TEST(OrderSampler, ShuffleOrderSamplerDependsOnSeedAndEpochOnly) {
+  const ShuffleOrderSampler a(3), b(3), c(4);
+  EXPECT_EQ(a({}, 0, 5, 50), b({1, 2}, 7, 5, 50));
+  EXPECT_NE(a({}, 0, 5, 50), a({}, 0, 6, 50));
+  EXPECT_NE(a({}, 0, 5, 50), c({}, 0, 5, 50));
+  std::vector<int64_t> sorted = a({}, 0, 1, 50);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[static_cast<std::size_t>(i)], i);
 }
 
 }  // namespace

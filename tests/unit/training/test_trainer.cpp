@@ -309,6 +309,19 @@ TEST(StandardUpdater, SerializeKeysAndErrors) {
                                                {"StandardUpdater", "setup"});
 }
 
+TEST(StandardUpdater, OptimizersNeedNoMainUnlessTheDefaultStepRuns) {
+  // A GAN's updater names its optimizers "gen" and "dis" (Chainer allows it); the default step
+  // then says which one it misses.
+  TinyProblem p(4);
+  rensa::iterators::SerialIterator it(p.dataset, 2, {.shuffle = false, .seed = 0});
+  rensa::training::StandardUpdater updater({{"main", &it}}, {{"gen", &p.optimizer}});
+  EXPECT_EQ(&updater.get_optimizer("gen"), &p.optimizer);
+  rensa::test::expect_error<rensa::ValueError>([&] { updater.update(); }, {"get_optimizer", "'main'", "gen"});
+  rensa::test::expect_error<rensa::ValueError>(
+      [&] { rensa::training::StandardUpdater u({{"main", &it}}, std::map<std::string, rensa::optimizers::Optimizer*>{}); },
+      {"StandardUpdater", "no optimizer"});
+}
+
 TEST(DictSummary, WeightedMeanStdAndSerialization) {
   rensa::training::DictSummary s;
   s.add({{"a", 1.0}, {"b", 2.0}}, 3);
