@@ -87,42 +87,42 @@ Array resize_window(const Array& image, int64_t top, int64_t left, int64_t heigh
               ") must be at least (1, 1)");
   const std::vector<Taps> tx = taps_for(left, width, out_width, interpolation, flip_horizontal);
   const std::vector<Taps> ty = taps_for(top, height, out_height, interpolation, false);
-  // Rows of the window that some output row reads.
-  const int64_t row0 = ty.front().first;
-  int64_t row1 = row0;
-  for (const Taps& t : ty) row1 = std::max(row1, t.first + static_cast<int64_t>(t.weights.size()));
   Array out = Array::empty(Shape{channels, out_height, out_width}, image.dtype(), image.device());
   dispatch_image(image.dtype(), who, [&]<class T>() {
     using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* src = static_cast<const T*>(image.raw_data());
     T* dst = out.data<T>();
     const int64_t sc = image.strides()[0], sh = image.strides()[1], sw = image.strides()[2];
-    // Horizontal pass into a (rows, out_width) buffer per channel, then the vertical pass.
-    std::vector<Acc> tmp(static_cast<std::size_t>((row1 - row0) * out_width));
+    // Vertical pass first, over whole source rows of the window (contiguous: it vectorizes), into
+    // one row of `width` values; then the horizontal pass on that row only.
+    std::vector<Acc> col(static_cast<std::size_t>(width));
     for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t r = row0; r < row1; ++r) {
-        const T* srow = src + c * sc + r * sh;
-        Acc* trow = &tmp[static_cast<std::size_t>((r - row0) * out_width)];
-        for (int64_t k = 0; k < out_width; ++k) {
-          const Taps& t = tx[static_cast<std::size_t>(k)];
-          Acc acc = 0;
-          const T* p = srow + t.first * sw;
-          for (std::size_t j = 0; j < t.weights.size(); ++j) {
-            acc += static_cast<Acc>(t.weights[j]) * static_cast<Acc>(p[static_cast<int64_t>(j) * sw]);
-          }
-          trow[k] = acc;
-        }
-      }
       for (int64_t i = 0; i < out_height; ++i) {
         const Taps& t = ty[static_cast<std::size_t>(i)];
-        T* orow = dst + (c * out_height + i) * out_width;
-        const Acc* base = &tmp[static_cast<std::size_t>((t.first - row0) * out_width)];
-        for (int64_t k = 0; k < out_width; ++k) {
-          Acc acc = 0;
-          for (std::size_t j = 0; j < t.weights.size(); ++j) {
-            acc += static_cast<Acc>(t.weights[j]) * base[static_cast<int64_t>(j) * out_width + k];
+        Acc* a = col.data();
+        std::fill(a, a + width, Acc{0});
+        for (std::size_t j = 0; j < t.weights.size(); ++j) {
+          const Acc wj = static_cast<Acc>(t.weights[j]);
+          const T* row = src + c * sc + (t.first + static_cast<int64_t>(j)) * sh + left * sw;
+          if (sw == 1) {
+            for (int64_t k = 0; k < width; ++k) a[k] += wj * static_cast<Acc>(row[k]);
+          } else {
+            for (int64_t k = 0; k < width; ++k) a[k] += wj * static_cast<Acc>(row[k * sw]);
           }
-          orow[k] = store<T>(static_cast<double>(acc));
+        }
+        T* orow = dst + (c * out_height + i) * out_width;
+        for (int64_t k = 0; k < out_width; ++k) {
+          const Taps& tk = tx[static_cast<std::size_t>(k)];
+          const Acc* p = a + (tk.first - left);
+          const float* wt = tk.weights.data();
+          Acc v = 0;
+          for (std::size_t j = 0, n = tk.weights.size(); j < n; ++j) v += static_cast<Acc>(wt[j]) * p[j];
+          if constexpr (std::is_same_v<T, uint8_t>) {
+            // Round half up and clamp: store<uint8_t> for the finite, non-negative sums here.
+            orow[k] = static_cast<uint8_t>(static_cast<int>(std::min(std::max(v + Acc(0.5), Acc(0)), Acc(255))));
+          } else {
+            orow[k] = store<T>(static_cast<double>(v));
+          }
         }
       }
     }

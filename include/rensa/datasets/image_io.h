@@ -28,9 +28,9 @@ struct ImageReadOptions {
   /// floating dtype holds the same values 0..255 (Chainer's `dtype`, float32 by default).
   Dtype dtype = Dtype::float32;
   ImageColor color = ImageColor::stored;
-  /// Reduced-size decoding: when > 0, a JPEG is decoded at the smallest of libjpeg-turbo's scales
-  /// (1/8, 2/8, ... 8/8 of each side, done in the DCT, much faster than decoding then resizing)
-  /// whose shorter side is still at least min_size. 0 decodes at full size; PNG always is.
+  /// Reduced-size decoding: when > 0, a JPEG is decoded at 1/2, 1/4 or 1/8 of each side (done in
+  /// the DCT, faster than decoding then resizing), the smallest of these whose shorter side is
+  /// still at least min_size, else at full size. 0 decodes at full size; PNG always is.
   int64_t min_size = 0;
 };
 
