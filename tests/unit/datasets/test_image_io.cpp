@@ -153,6 +153,22 @@ TEST(ImageIo, BadBytesAreErrorsNamingTheFile) {
   }
 }
 
+TEST(ImageIo, AFailedDecodeLeavesNoStateBehind) {
+  // Regression (found by fuzzing): after a failed decode, a JPEG with an Adobe marker was once
+  // decoded at a size other than its header's. Each call now has its own decoder.
+  const std::string good = read_file_bytes(fixture("regression-handle-reuse.jpg"));
+  const std::string cut = read_file_bytes(fixture("rgb.jpg")).substr(0, 300);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_THROW((void)decode_image(cut.data(), cut.size(), "cut"), IOError);
+    const ImageInfo info = image_info(good.data(), good.size(), "good");
+    for (const ImageColor c : {ImageColor::stored, ImageColor::gray, ImageColor::rgb}) {
+      const Array a = decode_image(good.data(), good.size(), "good", {.dtype = Dtype::uint8, .color = c});
+      EXPECT_EQ(a.shape()[1], info.height);
+      EXPECT_EQ(a.shape()[2], info.width);
+    }
+  }
+}
+
 TEST(ImageIo, ReadNpy) {
   test::TempDir dir;
   const Array mean = Array::arange(0.0, 24.0, 1.0, Dtype::float32).reshape(Shape{3, 2, 4});
