@@ -1,7 +1,7 @@
 // The per-pixel mean of the images of a pairs file, as the mean.npy of ChainerMN's imagenet example
 // (train_imagenet --mean). Every image must have the same size (ChainerMN resizes ImageNet to
 // 256 x 256 beforehand), or pass --resize to bring each to that size first.
-//   build/release/examples/compute_mean data/fmnist-images/train.txt --root data/fmnist-images \
+//   build/release/examples/compute_mean data/fmnist-images/train.txt --root data/fmnist-images
 //       --output data/fmnist-images/mean.npy
 #include <CLI/CLI.hpp>
 #include <unistd.h>

@@ -10,9 +10,9 @@
 //   Only the root reads the pairs files under mpirun; the other ranks get their shard's file names.
 //
 //   build/release/examples/make_image_dataset --out data/fmnist-images
-//   build/release/examples/train_imagenet data/fmnist-images/train.txt data/fmnist-images/val.txt \
+//   build/release/examples/train_imagenet data/fmnist-images/train.txt data/fmnist-images/val.txt
 //       --root data/fmnist-images --arch resnet50 --crop 32 --epoch 2
-//   scripts/mpirun -n 2 build/release/examples/train_imagenet TRAIN VAL --root ROOT --mean mean.npy \
+//   scripts/mpirun -n 2 build/release/examples/train_imagenet TRAIN VAL --root ROOT --mean mean.npy
 //       --communicator hierarchical --loaderjob 2
 #include <CLI/CLI.hpp>
 #include <chrono>
