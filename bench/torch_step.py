@@ -43,8 +43,9 @@ def time_steps(label, train_step, args):
     rates.sort()
     if args.dtype != "float32":
         label += " " + args.dtype
+    digits = 2 if rates[len(rates) // 2] < 100 else 0  # hundredths for slow steps, as rensa prints
     print(f"torch {label} batch {args.batchsize} threads {args.threads}: samples/s "
-          f"min {rates[0]:.0f} median {rates[len(rates) // 2]:.0f} max {rates[-1]:.0f}")
+          f"min {rates[0]:.{digits}f} median {rates[len(rates) // 2]:.{digits}f} max {rates[-1]:.{digits}f}")
 
 
 def run_steps(label, model, optimizer, sample_shape, args):

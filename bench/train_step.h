@@ -62,8 +62,11 @@ void time_steps(const std::string& label, const StepOptions& o, Step&& train_ste
   }
   std::sort(rates.begin(), rates.end());
   const std::string name = o.dtype == "float32" ? label : label + " " + o.dtype;
-  std::printf("rensa %s batch %lld threads %d: samples/s min %.0f median %.0f max %.0f\n", name.c_str(),
-              static_cast<long long>(o.batchsize), o.threads, rates.front(), rates[rates.size() / 2], rates.back());
+  // Whole samples/s, or hundredths below 100 (a ResNet-50 step takes seconds).
+  const int digits = rates[rates.size() / 2] < 100 ? 2 : 0;
+  std::printf("rensa %s batch %lld threads %d: samples/s min %.*f median %.*f max %.*f\n", name.c_str(),
+              static_cast<long long>(o.batchsize), o.threads, digits, rates.front(), digits,
+              rates[rates.size() / 2], digits, rates.back());
 }
 
 /// Times training steps of `model` (a Classifier) with `optimizer` (already set up) on a few

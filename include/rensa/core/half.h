@@ -47,11 +47,13 @@ constexpr float half_bits_to_float(uint16_t h) {
   return std::bit_cast<float>(sign | select_mask(mask_of(exp == 0), std::bit_cast<uint32_t>(sub), normal));
 }
 
+// Branch-free (a NaN, kept quiet with its sign, is selected by mask), so loops converting arrays
+// vectorize.
 constexpr uint16_t float_to_bfloat16_bits(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
-  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>((x + rounding) >> 16);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (x >> 16) | 0x40u;
+  return static_cast<uint16_t>(select_mask(mask_of((x & 0x7fffffffu) > 0x7f800000u), quiet_nan, rounded));
 }
 
 constexpr float bfloat16_bits_to_float(uint16_t b) {

@@ -61,7 +61,8 @@ void bn_moments(const BnGeometry& g, const T* x, int64_t k, int64_t b, int64_t e
   }
 }
 
-// y = x scale[c] + shift[c] in T's compute type, positions [b, e).
+// y = x scale[c] + shift[c] in T's compute type, positions [b, e). convert<T>, not T(...): a functional
+// cast to a 16-bit type under omp simd is an object temporary that GCC 12 does not vectorize.
 template <class T, class CT = compute_t<T>>
 void bn_affine(const BnGeometry& g, const T* x, T* y, int64_t k, int64_t b, int64_t e, const CT* scale,
                const CT* shift) {
@@ -72,9 +73,9 @@ void bn_affine(const BnGeometry& g, const T* x, T* y, int64_t k, int64_t b, int6
     T* w = y + o;
     if (sc == 1) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) w[c] = T(CT(r[c]) * scale[c] + shift[c]);
+      for (int64_t c = 0; c < C; ++c) w[c] = convert<T>(CT(r[c]) * scale[c] + shift[c]);
     } else {
-      for (int64_t c = 0; c < C; ++c) w[c * sc] = T(CT(r[c * sc]) * scale[c] + shift[c]);
+      for (int64_t c = 0; c < C; ++c) w[c * sc] = convert<T>(CT(r[c * sc]) * scale[c] + shift[c]);
     }
   }
 }
@@ -117,10 +118,10 @@ void bn_grad_apply(const BnGeometry& g, const T* x, const T* gy, T* gx, int64_t 
     T* w = gx + o;
     if (sc == 1) {
 #pragma omp simd
-      for (int64_t c = 0; c < C; ++c) w[c] = T(c1[c] * CT(d[c]) + c2[c] * (CT(r[c]) - mean[c]) + c3[c]);
+      for (int64_t c = 0; c < C; ++c) w[c] = convert<T>(c1[c] * CT(d[c]) + c2[c] * (CT(r[c]) - mean[c]) + c3[c]);
     } else {
       for (int64_t c = 0; c < C; ++c) {
-        w[c * sc] = T(c1[c] * CT(d[c * sc]) + c2[c] * (CT(r[c * sc]) - mean[c]) + c3[c]);
+        w[c * sc] = convert<T>(c1[c] * CT(d[c * sc]) + c2[c] * (CT(r[c * sc]) - mean[c]) + c3[c]);
       }
     }
   }

@@ -1,13 +1,16 @@
 // cpu kernels: batch normalization (src/backends/common/batch_norm.h), one fused pass per statistic
 // and one for the output instead of a dozen elementwise and reduction passes over the whole batch;
 // each sub-batch's positions split among threads, their partial sums added in thread order (the
-// result depends on the thread count only through the order of those additions).
+// result depends on the thread count only through the order of those additions). Each range runs
+// compiled for the widest vector width the CPU has (isa.h): the bfloat16 conversions and double
+// sums are arithmetic bound at SSE2's width.
 #include <omp.h>
 
 #include <algorithm>
 #include <vector>
 
 #include "src/backends/common/batch_norm.h"
+#include "src/backends/cpu/isa.h"
 #include "src/backends/cpu/kernels.h"
 #include "src/backends/cpu/loops.h"
 
@@ -35,7 +38,7 @@ struct Sums {
 #pragma omp parallel for num_threads(n) schedule(static, 1) if (n > 1)
     for (int t = 0; t < n; ++t) {
       const auto [b, e] = chunk(positions, t, n);
-      body(b, e, part.data() + width * t);
+      with_widest_isa([&] { body(b, e, part.data() + width * t); });
     }
     std::vector<double> total(part.begin(), part.begin() + width);
     for (int t = 1; t < n; ++t) {
@@ -53,7 +56,7 @@ struct Each {
 #pragma omp parallel for num_threads(n) schedule(static, 1) if (n > 1)
     for (int t = 0; t < n; ++t) {
       const auto [b, e] = chunk(positions, t, n);
-      body(b, e);
+      with_widest_isa([&] { body(b, e); });
     }
   }
 };

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "rensa/rensa.h"
 
@@ -50,6 +52,19 @@ TEST(BFloat16, RoundsToNearestEven) {
   EXPECT_EQ(BFloat16(1.0f + 0x1p-8f).bits, 0x3f80);
   EXPECT_EQ(BFloat16(1.0f + 3 * 0x1p-8f).bits, 0x3f82);
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(NAN))));
+}
+
+// The conversion is branch-free (so array loops vectorize); the special values keep their meaning.
+TEST(BFloat16, SpecialValues) {
+  const auto bits = [](uint32_t f) { return BFloat16(std::bit_cast<float>(f)).bits; };
+  EXPECT_EQ(bits(0x7f800000u), 0x7f80);  // +inf
+  EXPECT_EQ(bits(0xff800000u), 0xff80);  // -inf
+  EXPECT_EQ(bits(0x80000000u), 0x8000);  // -0
+  EXPECT_EQ(bits(0x7f7fffffu), 0x7f80);  // the largest float rounds to inf
+  EXPECT_EQ(bits(0x7f800001u), 0x7fc0);  // a signaling NaN becomes quiet, never inf
+  EXPECT_EQ(bits(0xff80ffffu), 0xffc0);  // its sign kept
+  EXPECT_EQ(bits(0x7fffffffu), 0x7fff);  // a NaN whose payload would carry past the exponent
+  EXPECT_EQ(bits(0x00000001u), 0x0000);  // the smallest subnormal rounds to zero
 }
 
 TEST(Half, FromDoubleRoundsOnce) {

@@ -133,6 +133,33 @@ TEST(BatchNormKernels, LowerPrecisionFollowsFloat64) {
   }
 }
 
+// The cpu backend runs these loops compiled for the widest vector width the CPU has (AVX-512 or
+// AVX2; the .avx2 run of this test caps it), the reference backend the portable build of the same
+// formulas: with one thread the additions come in the same order, so the results agree bit for bit
+// (no fused multiply-adds, no reassociation). Odd channel counts leave vector remainders.
+TEST(BatchNormKernels, WideLoopsRoundAsThePortableOnes) {
+  const int threads = get_num_threads();
+  set_num_threads(1);
+  uint64_t seed = 300;
+  for (const Dtype dtype : {Dtype::float32, Dtype::bfloat16}) {
+    for (const bool channels_last : {true, false}) {
+      const Shape s{16, 37, 9, 7};
+      const Array x = in_layout(randn(s, Dtype::float32, ++seed).astype(dtype), channels_last);
+      const Array gy = in_layout(randn(s, Dtype::float32, ++seed).astype(dtype), channels_last);
+      const Array g = randn({37}, Dtype::float32, ++seed).astype(dtype);
+      const Array b = randn({37}, Dtype::float32, ++seed).astype(dtype);
+      const Result cpu = run(true, x, g, b, gy, 1);
+      const Device ref = Device::reference();
+      const Result reference = run(true, x.to(ref), g.to(ref), b.to(ref), gy.to(ref), 1);
+      for (std::size_t i = 0; i < cpu.values.size(); ++i) {
+        EXPECT_TRUE(array_equal(cpu.values[i], reference.values[i].to(Device::cpu())))
+            << dtype_name(dtype) << (channels_last ? " channels-last" : "") << " output " << i;
+      }
+    }
+  }
+  set_num_threads(threads);
+}
+
 TEST(BatchNormKernels, HalfInputWithFloat32Parameters) {
   // Mixed precision: y in x's dtype, statistics and the parameters' gradients float32, as the same
   // computation in float64 from the rounded x; the double-backprop form (composite, in float32)
