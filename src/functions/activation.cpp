@@ -153,14 +153,21 @@ Variable swish(const Variable& x, const Variable& beta) {
   return mul(x, sigmoid(mul(b, x)));
 }
 
+namespace {
+// gy where relu's output y is positive, else 0, in one pass (Chainer's ReLUGrad2); linear in gy,
+// y a constant.
+Variable relu_grad(const Variable& gy, const Array& y) {
+  Array gx = detail::binary("relu", BinaryOp::relu_grad, gy.array(), y);
+  return record1("relu_grad", {gy}, std::move(gx),
+                 [y](const BackwardContext& ctx) { return Grads{relu_grad(ctx.grad_output(), y)}; });
+}
+}  // namespace
+
 Variable relu(const Variable& x) {
   detail::check_floating("relu", x);
   return record1(
       "relu", {x}, detail::unary("relu", UnaryOp::relu, x.array()),
-      [](const BackwardContext& ctx) {
-        return Grads{mul(ctx.grad_output(), Variable(mask("relu", BinaryOp::gt, ctx.output().array(), 0.0)))};
-      },
-      true);
+      [](const BackwardContext& ctx) { return Grads{relu_grad(ctx.grad_output(), ctx.output().array())}; }, true);
 }
 
 Variable leaky_relu(const Variable& x, double slope) {

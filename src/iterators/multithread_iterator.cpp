@@ -39,29 +39,6 @@ struct Pending {
   std::atomic<bool> cancelled{false};
 };
 
-/// Rethrows `error` as the same rensa error type with `prefix` before its message.
-[[noreturn]] void rethrow_with_context(const std::exception_ptr& error, const std::string& prefix) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix + e.what());
-  } catch (const DtypeError& e) {
-    throw DtypeError(prefix + e.what());
-  } catch (const DeviceError& e) {
-    throw DeviceError(prefix + e.what());
-  } catch (const ValueError& e) {
-    throw ValueError(prefix + e.what());
-  } catch (const IndexError& e) {
-    throw IndexError(prefix + e.what());
-  } catch (const IOError& e) {
-    throw IOError(prefix + e.what());
-  } catch (const Error& e) {
-    throw Error(prefix + e.what());
-  } catch (const std::exception& e) {
-    throw Error(prefix + e.what());
-  }
-}
-
 /// A slice [begin, end) of a planned batch for one worker.
 struct Task {
   std::shared_ptr<Pending> batch;
@@ -241,7 +218,11 @@ struct MultithreadIterator::Impl {
       // Taken out of the batch: the exception then dies on this thread, not with the batch.
       std::exception_ptr error = std::move(p->error);
       if (p->error_index < 0) std::rethrow_exception(error);
-      rethrow_with_context(error, "MultithreadIterator: reading dataset index " + std::to_string(p->error_index) + ": ");
+      try {
+        std::rethrow_exception(error);
+      } catch (...) {
+        rethrow_with_context("MultithreadIterator: reading dataset index " + std::to_string(p->error_index) + ": ");
+      }
     }
     return p;
   }

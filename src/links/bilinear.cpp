@@ -45,8 +45,8 @@ Bilinear::Bilinear(int64_t left_size, int64_t right_size, int64_t out_size, Bili
 Variable Bilinear::forward(const Variable& e1, const Variable& e2) {
   try {
     return functions::bilinear(e1, e2, W_, V1_, V2_, b_);
-  } catch (const ShapeError& e) {
-    throw ShapeError(std::string("Bilinear: ").append(e.what()));
+  } catch (...) {
+    rethrow_with_context("Bilinear: ");
   }
 }
 

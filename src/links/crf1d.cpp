@@ -41,14 +41,8 @@ template <class F>
 auto prefixed(F&& f) {
   try {
     return f();
-  } catch (const ShapeError& e) {
-    throw ShapeError(std::string("CRF1d: ").append(e.what()));
-  } catch (const IndexError& e) {
-    throw IndexError(std::string("CRF1d: ").append(e.what()));
-  } catch (const DtypeError& e) {
-    throw DtypeError(std::string("CRF1d: ").append(e.what()));
-  } catch (const ValueError& e) {
-    throw ValueError(std::string("CRF1d: ").append(e.what()));
+  } catch (...) {
+    rethrow_with_context("CRF1d: ");
   }
 }
 

@@ -36,10 +36,8 @@ template <class Fn>
 Variable named(const char* link, Fn&& fn) {
   try {
     return fn();
-  } catch (const ShapeError& e) {
-    throw ShapeError(std::string(link).append(": ").append(e.what()));
-  } catch (const DtypeError& e) {
-    throw DtypeError(std::string(link).append(": ").append(e.what()));
+  } catch (...) {
+    rethrow_with_context(std::string(link) + ": ");
   }
 }
 

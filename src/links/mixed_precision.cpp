@@ -39,7 +39,7 @@ void notice_emulation(Dtype compute) {
 std::string mixed_policy_notice(Dtype compute) {
   if (compute == Dtype::bfloat16 && !native_bf16()) {
     return "rensa: mixed_bf16 on a CPU without native bfloat16 (AVX512_BF16 or AMX-BF16): bfloat16 is emulated "
-           "(computed in float32, rounded), about 0.7-1.0x the speed of float32 (docs/mixed_precision.md)";
+           "(computed in float32, rounded), about 0.5-1.0x the speed of float32 (docs/mixed_precision.md)";
   }
   if (compute == Dtype::float16) {
     return "rensa: mixed16: float16 is emulated on CPUs (computed in float32, rounded), slower than float32; it "

@@ -32,14 +32,8 @@ template <class F>
 auto prefixed(const char* link, F&& f) {
   try {
     return f();
-  } catch (const ShapeError& e) {
-    throw ShapeError(std::string(link).append(": ").append(e.what()));
-  } catch (const IndexError& e) {
-    throw IndexError(std::string(link).append(": ").append(e.what()));
-  } catch (const DtypeError& e) {
-    throw DtypeError(std::string(link).append(": ").append(e.what()));
-  } catch (const ValueError& e) {
-    throw ValueError(std::string(link).append(": ").append(e.what()));
+  } catch (...) {
+    rethrow_with_context(std::string(link) + ": ");
   }
 }
 

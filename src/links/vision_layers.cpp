@@ -43,8 +43,8 @@ std::map<std::string, Variable> VisionLayers::forward(const Variable& x, const s
     if (!s.input.empty()) h = kept.at(s.input);
     try {
       h = s.fn(h);
-    } catch (const ShapeError& e) {
-      throw ShapeError(std::string(model_).append(": layer ").append(s.name).append(": ").append(e.what()));
+    } catch (...) {
+      rethrow_with_context(model_ + ": layer " + s.name + ": ");
     }
     if (targets.erase(s.name)) out[s.name] = h;
     if (inputs.count(s.name)) kept[s.name] = h;

@@ -209,30 +209,7 @@ void CommunicatorImpl::end(Channel& ch) {
 }
 
 void CommunicatorImpl::rethrow_in_context(const std::string& what) {
-  const std::string prefix = rank_prefix() + what + ": ";
-  try {
-    throw;
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix + e.what());
-  } catch (const DtypeError& e) {
-    throw DtypeError(prefix + e.what());
-  } catch (const DeviceError& e) {
-    throw DeviceError(prefix + e.what());
-  } catch (const ValueError& e) {
-    throw ValueError(prefix + e.what());
-  } catch (const IndexError& e) {
-    throw IndexError(prefix + e.what());
-  } catch (const NotImplementedError& e) {
-    throw NotImplementedError(prefix + e.what());
-  } catch (const CommunicationError& e) {
-    throw CommunicationError(prefix + e.what());
-  } catch (const Error& e) {
-    throw Error(prefix + e.what());
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw CommunicationError(prefix + e.what());
-  }
+  rethrow_with_context<CommunicationError>(rank_prefix() + what + ": ");
 }
 
 void CommunicatorImpl::check_fingerprint(Channel& ch, const Fingerprint& fp, uint64_t seq) {

@@ -35,10 +35,10 @@ namespace rensa {
           X(lgamma) X(digamma)
 /// Elementwise functions of two arrays of the same dtype. Comparisons (from eq on) write 1 or 0 in
 /// the output's dtype (bool or the inputs' dtype). The floating ops (RENSA_FLOATING_BINARY_OPS) take
-/// floating dtypes only.
-#define RENSA_BINARY_OPS(X)                                                                  \
-  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) RENSA_FLOATING_BINARY_OPS(X) X(eq) X(ne) X(lt) X(le) \
-      X(gt) X(ge)
+/// floating dtypes only. relu_grad(a, b) = a * (b > 0): relu's backward in one pass (b its output).
+#define RENSA_BINARY_OPS(X)                                                                                  \
+  X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(relu_grad) RENSA_FLOATING_BINARY_OPS(X) X(eq) X(ne) \
+      X(lt) X(le) X(gt) X(ge)
 /// arctan2(a, b) is the angle of the point (b, a); fmod(a, b) = a - b * fix(a / b) (the sign of a);
 /// polygamma(a, b) is the a-th derivative of digamma at b (a a whole number >= 0, else NaN);
 /// zeta(a, b) is the Hurwitz zeta function sum over k >= 0 of (k + b) ** -a.

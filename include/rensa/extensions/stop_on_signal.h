@@ -23,6 +23,10 @@ class Interrupted : public Error {
   /// 128 + the signal: the exit status a shell reports for a process that signal ended, and what
   /// a program should return for it (130 for Ctrl-C, 143 for SIGTERM).
   int exit_code() const { return 128 + signal_; }
+  /// rethrow_with_context keeps the signal and the snapshot path.
+  [[noreturn]] void throw_with_prefix(const std::string& prefix) const override {
+    throw Interrupted(signal_, prefix + what(), snapshot_path_);
+  }
   /// The snapshot written before stopping (empty when StopOnSignal saves none).
   const std::string& snapshot_path() const { return snapshot_path_; }
 

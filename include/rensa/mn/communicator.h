@@ -24,9 +24,9 @@ namespace rensa::mn {
 
 /// An MPI call failed, or the ranks disagree about a collective (the fingerprint check names both
 /// sides), or a message was malformed.
-class CommunicationError : public Error {
+class CommunicationError : public ErrorSubclass<CommunicationError> {
  public:
-  using Error::Error;
+  using ErrorSubclass::ErrorSubclass;
 };
 
 /// Reduction of allreduce.

@@ -88,6 +88,17 @@ inline C floor_div(C a, C b) {
   }
 }
 
+// 1 where `c` holds, else 0, as a C. For float and double through the bits of 1.0: GCC keeps a
+// float made of a comparison and then multiplied as a branch (under -ftrapping-math) and does not
+// vectorize the loop; a bit mask it does.
+template <class C>
+inline C one_if(bool c) {
+  if constexpr (std::is_same_v<C, float>) return std::bit_cast<float>((0u - static_cast<uint32_t>(c)) & 0x3f800000u);
+  else if constexpr (std::is_same_v<C, double>) {
+    return std::bit_cast<double>((uint64_t{0} - static_cast<uint64_t>(c)) & 0x3ff0000000000000u);
+  } else return static_cast<C>(c);
+}
+
 template <BinaryOp Op, class C>
 inline C binary_fn(C a, C b) {
   if constexpr (std::is_same_v<C, bool>) return binary_fn<Op, int>(a, b) != 0;
@@ -101,6 +112,7 @@ inline C binary_fn(C a, C b) {
   else if constexpr (Op == BinaryOp::pow) return static_cast<C>(std::pow(a, b));
   else if constexpr (Op == BinaryOp::maximum) return (a >= b || a != a) ? a : b;  // NaN propagates
   else if constexpr (Op == BinaryOp::minimum) return (a <= b || a != a) ? a : b;
+  else if constexpr (Op == BinaryOp::relu_grad) return a * one_if<C>(b > C(0));  // NaN a stays NaN
   else if constexpr (is_floating_only(Op) && !std::is_floating_point_v<C>) return C(0);  // kernels reject these
   else if constexpr (Op == BinaryOp::arctan2) return std::atan2(a, b);
   else if constexpr (Op == BinaryOp::fmod) return std::fmod(a, b);

@@ -28,19 +28,10 @@ void check_root(const char* op, const Communicator& comm, int root) {
 // Runs a communicator call, naming the differentiable function in front of its error (type kept).
 template <class Fn>
 auto named(const char* op, Fn&& fn) -> decltype(fn()) {
-  const auto prefix = [op](const std::exception& e) { return std::string(op) + ": " + e.what(); };
   try {
     return fn();
-  } catch (const CommunicationError& e) {
-    throw CommunicationError(prefix(e));
-  } catch (const ShapeError& e) {
-    throw ShapeError(prefix(e));
-  } catch (const DtypeError& e) {
-    throw DtypeError(prefix(e));
-  } catch (const ValueError& e) {
-    throw ValueError(prefix(e));
-  } catch (const DeviceError& e) {
-    throw DeviceError(prefix(e));
+  } catch (...) {
+    rethrow_with_context(std::string(op) + ": ");
   }
 }
 

@@ -578,6 +578,7 @@ TEST(Kernels, BinaryKnownValues) {
       {BinaryOp::pow, {1296, 49, 4, kNan, kNan}},
       {BinaryOp::maximum, {6, 2, 2, kNan, kNan}},
       {BinaryOp::minimum, {4, -7, 2, kNan, kNan}},
+      {BinaryOp::relu_grad, {6, -7, 2, kNan, 0}},
       {BinaryOp::arctan2, {std::atan2(6.0, 4.0), std::atan2(-7.0, 2.0), std::atan(1.0), kNan, kNan}, true},
       {BinaryOp::fmod, {2, -1, 0, kNan, kNan}},
       // polygamma(6, 4) = -6! zeta(7, 4); polygamma(2, 2) = -2 (zeta(3) - 1); negative orders are NaN.
