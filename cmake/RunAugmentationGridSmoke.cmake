@@ -1,0 +1,33 @@
+# Smoke test of examples/augmentation_grid: a grid from a small JPEG, the same grid again for the same
+# seed (the draws are keyed, not timed), another for another seed, and the error a corrupt image gets.
+# Run by CTest with -DAUGMENTATION_GRID=<exe> -DIMAGE=<jpeg> -DWORK_DIR=<dir>.
+include(${CMAKE_CURRENT_LIST_DIR}/SmokeChecks.cmake)
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+set(common "${IMAGE}" --count 5 --size 24 --columns 3)
+smoke_run(TRUE "${AUGMENTATION_GRID}" ${common} --output a.png)
+if(NOT smoke_output MATCHES "wrote a.png \\(6 cells of 24 x 24\\)")
+  message(FATAL_ERROR "augmentation_grid must report 6 cells of 24 x 24, got: ${smoke_output}")
+endif()
+smoke_run(TRUE "${AUGMENTATION_GRID}" ${common} --output b.png)
+smoke_run(TRUE "${AUGMENTATION_GRID}" ${common} --output c.png --seed 7)
+file(SHA256 "${WORK_DIR}/a.png" a)
+file(SHA256 "${WORK_DIR}/b.png" b)
+file(SHA256 "${WORK_DIR}/c.png" c)
+if(NOT a STREQUAL b)
+  message(FATAL_ERROR "the same seed gave two different grids")
+endif()
+if(a STREQUAL c)
+  message(FATAL_ERROR "seeds 0 and 7 gave the same grid")
+endif()
+
+file(WRITE "${WORK_DIR}/broken.jpg" "not a jpeg")
+smoke_run(FALSE "${AUGMENTATION_GRID}" broken.jpg --output d.png)
+if(NOT smoke_output MATCHES "broken.jpg")
+  message(FATAL_ERROR "the error for a corrupt image must name the file, got: ${smoke_output}")
+endif()
+smoke_expect_file(a.png "augmentation_grid wrote no a.png")
+if(EXISTS "${WORK_DIR}/d.png")
+  message(FATAL_ERROR "a failed run left d.png behind")
+endif()
