@@ -34,6 +34,7 @@
 #include "rensa/iterators/multithread_iterator.h"
 #include "rensa/iterators/order_sampler.h"
 #include "rensa/iterators/serial_iterator.h"
+#include "rensa/link_hooks/timer_hook.h"
 #include "rensa/links/activation.h"
 #include "rensa/links/bias_scale.h"
 #include "rensa/links/bilinear.h"

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "rensa/core/backend.h"
+#include "rensa/core/memory_stats.h"
 #include "rensa/core/pool_allocator.h"
 
 namespace rensa {
@@ -15,8 +16,11 @@ namespace detail {
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   data_ = device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_)
                                                       : get_backend(device).allocate(nbytes);
+  note_allocated(nbytes);
+  if (memory_tracking_on()) [[unlikely]] tracked_ = track_allocated(nbytes);
 }
 Storage::~Storage() {
+  if (tracked_) [[unlikely]] track_freed(nbytes_);
   if (data_ != inline_) get_backend(device_).deallocate(data_, nbytes_);
 }
 }  // namespace detail

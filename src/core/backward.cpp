@@ -265,7 +265,11 @@ class Engine {
       }
       ConfigGuard guard = double_backprop_ ? force_backprop_mode() : no_backprop_mode();
       BackwardContext ctx(gys, targets, f->retained_outputs(), outs);
-      gxs = f->backward(ctx);
+      if (detail::forward_observed() || config().debug) [[unlikely]] {
+        gxs = observed_backward(*f, ctx, gys);
+      } else {
+        gxs = f->backward(ctx);
+      }
       RENSA_CHECK(gxs.size() == ins.size(), ValueError, "backward of '", f->label(), "' returned ", gxs.size(),
                   " gradients for ", ins.size(), " inputs");
     }
@@ -282,6 +286,26 @@ class Engine {
       if (in->creator && runs(in->creator.get())) push(in->creator);
     }
     if (!retain_graph_) f->release();
+  }
+
+  // f's backward between the hooks' backward_preprocess and backward_postprocess (called on
+  // unwinding too, with no gradients, so timers stay balanced).
+  static std::vector<Variable> observed_backward(FunctionNode& f, const BackwardContext& ctx,
+                                                 std::span<const Variable> gys) {
+    struct OnUnwind {
+      FunctionNode& f;
+      std::span<const Variable> gys;
+      bool done = false;
+      ~OnUnwind() {
+        if (!done) detail::backward_end({f, gys, {}});
+      }
+    };
+    detail::backward_begin({f, gys, {}});
+    OnUnwind unwind{f, gys};
+    std::vector<Variable> gxs = f.backward(ctx);
+    unwind.done = true;
+    detail::backward_end({f, gys, gxs});
+    return gxs;
   }
 
   static bool var_retains(VariableNode* n) {

@@ -40,6 +40,7 @@ std::vector<Variable> FunctionNode::apply(std::span<const Variable> inputs) {
   RENSA_CHECK(!applied_, ValueError, "apply: function '", label(),
               "' was already applied; create a new node for every call");
   applied_ = true;
+  rensa::detail::ForwardEntry entry(label(), inputs);
   std::vector<Array> xs;
   xs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -62,8 +63,12 @@ std::vector<Variable> FunctionNode::apply(std::span<const Variable> inputs) {
     RENSA_CHECK(j < ys.size(), ValueError, "apply: '", label(), "' retains output ", j, " but has ", ys.size(),
                 " outputs");
   }
-  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
-    return std::vector<Variable>(ys.begin(), ys.end());
+  const Config& cfg = config();
+  const bool observed = detail::forward_observed() || cfg.debug;
+  if (!cfg.enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
+    std::vector<Variable> outs(ys.begin(), ys.end());
+    if (observed) detail::forward_recorded(label(), inputs, outs, nullptr);
+    return outs;
   }
   if (!retain_inputs_.empty()) {
     retained_inputs_.assign(inputs.size(), Variable());
@@ -76,6 +81,7 @@ std::vector<Variable> FunctionNode::apply(std::span<const Variable> inputs) {
   }
   auto outs = detail::NodeBuilder::connect(std::move(self), inputs, std::move(ys), false);
   retained_outputs_ = std::move(kept);
+  if (observed) detail::forward_recorded(label(), inputs, outs, this);
   return outs;
 }
 

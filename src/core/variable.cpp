@@ -1,6 +1,9 @@
 #include "rensa/core/variable.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
 
 #include "rensa/core/backward.h"
 #include "rensa/core/function_node.h"
@@ -159,6 +162,49 @@ void Variable::remove_grad_hook(const GradHook* hook) const {
 const std::vector<std::shared_ptr<GradHook>>& Variable::grad_hooks() const {
   require_impl("Variable::grad_hooks");
   return impl_->hooks;
+}
+
+namespace {
+// "mean=%.8f, std=%.8f" of a floating or integer array (NumPy's population std).
+std::string statistics(const Array& a) {
+  const std::vector<double> v = a.to_vector<double>();
+  double mean = 0, var = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  for (double x : v) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(v.size());
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "mean=%.8f, std=%.8f", mean, std::sqrt(var));
+  return buf;
+}
+}  // namespace
+
+std::string Variable::debug_print() const {
+  std::ostringstream os;
+  if (impl_ && !impl_->name.empty()) {
+    os << "<variable " << impl_->name << ">";
+  } else {
+    os << "<variable at " << static_cast<const void*>(impl_.get()) << ">";
+  }
+  const bool has_data = impl_ && !impl_->data.is_null();
+  const Array data = has_data ? impl_->data : Array();
+  os << "\n- device: ";
+  if (has_data) os << data.device(); else os << "None";
+  os << "\n- backend: " << (has_data ? "rensa::Array" : "None");
+  os << "\n- shape: ";
+  if (has_data) os << data.shape(); else os << "None";
+  os << "\n- dtype: " << (has_data ? dtype_name(data.dtype()) : std::string_view("None"));
+  os << "\n- statistics: " << (has_data && data.device().is_host() ? statistics(data) : "None");
+  os << "\n- grad: ";
+  const Variable g = impl_ ? grad() : Variable();
+  if (g.is_null()) {
+    os << "None";
+  } else {
+    const std::vector<double> gv = g.array().to_vector<double>();
+    const bool zero = std::all_of(gv.begin(), gv.end(), [](double x) { return x == 0; });
+    os << (zero ? std::string("0") : statistics(g.array()));
+  }
+  return os.str();
 }
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {

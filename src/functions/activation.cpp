@@ -43,6 +43,7 @@ Array open_interval(const char* op, const Array& x, double lo, double hi) {
 
 // min(max(0, x), z) under the name `op`.
 Variable clipped(const char* op, const Variable& x, double z) {
+  rensa::detail::ForwardEntry entry(op, x);
   detail::check_floating(op, x);
   RENSA_CHECK(z > 0.0, ValueError, op, ": z must be positive, got ", z, " (x ", x.shape(), ")");
   return record1(op, {x}, detail::unary(op, UnaryOp::clip, x.array(), 0.0, z),
@@ -83,6 +84,7 @@ Variable crelu(const Variable& x, int64_t axis) {
 }
 
 Variable hard_sigmoid(const Variable& x) {
+  rensa::detail::ForwardEntry entry("hard_sigmoid", x);
   detail::check_floating("hard_sigmoid", x);
   Array y = detail::unary("hard_sigmoid", UnaryOp::affine, x.array(), 0.2, 0.5);
   unary_inplace("hard_sigmoid", UnaryOp::clip, y, 0.0, 1.0);
@@ -157,6 +159,7 @@ namespace {
 // gy where relu's output y is positive, else 0, in one pass (Chainer's ReLUGrad2); linear in gy,
 // y a constant.
 Variable relu_grad(const Variable& gy, const Array& y) {
+  rensa::detail::ForwardEntry entry("relu_grad", gy);
   Array gx = detail::binary("relu", BinaryOp::relu_grad, gy.array(), y);
   return record1("relu_grad", {gy}, std::move(gx),
                  [y](const BackwardContext& ctx) { return Grads{relu_grad(ctx.grad_output(), y)}; });
@@ -164,6 +167,7 @@ Variable relu_grad(const Variable& gy, const Array& y) {
 }  // namespace
 
 Variable relu(const Variable& x) {
+  rensa::detail::ForwardEntry entry("relu", x);
   detail::check_floating("relu", x);
   return record1(
       "relu", {x}, detail::unary("relu", UnaryOp::relu, x.array()),
@@ -171,6 +175,7 @@ Variable relu(const Variable& x) {
 }
 
 Variable leaky_relu(const Variable& x, double slope) {
+  rensa::detail::ForwardEntry entry("leaky_relu", x);
   detail::check_floating("leaky_relu", x);
   return record1("leaky_relu", {x}, detail::unary("leaky_relu", UnaryOp::leaky_relu, x.array(), slope),
                  [x, slope](const BackwardContext& ctx) {
@@ -183,6 +188,7 @@ Variable leaky_relu(const Variable& x, double slope) {
 }
 
 Variable elu(const Variable& x, double alpha) {
+  rensa::detail::ForwardEntry entry("elu", x);
   detail::check_floating("elu", x);
   return record1(
       "elu", {x}, detail::unary("elu", UnaryOp::elu, x.array(), alpha),
@@ -197,6 +203,7 @@ Variable elu(const Variable& x, double alpha) {
 }
 
 Variable sigmoid(const Variable& x) {
+  rensa::detail::ForwardEntry entry("sigmoid", x);
   detail::check_floating("sigmoid", x);
   return record1(
       "sigmoid", {x}, detail::unary("sigmoid", UnaryOp::sigmoid, x.array()),
@@ -208,6 +215,7 @@ Variable sigmoid(const Variable& x) {
 }
 
 Variable tanh(const Variable& x) {
+  rensa::detail::ForwardEntry entry("tanh", x);
   detail::check_floating("tanh", x);
   return record1(
       "tanh", {x}, detail::unary("tanh", UnaryOp::tanh, x.array()),
@@ -215,6 +223,7 @@ Variable tanh(const Variable& x) {
 }
 
 Variable softplus(const Variable& x, double beta) {
+  rensa::detail::ForwardEntry entry("softplus", x);
   detail::check_floating("softplus", x);
   RENSA_CHECK(beta != 0.0, ValueError, "softplus: beta must be nonzero, got ", beta, " (x ", x.shape(), ")");
   Array y;
@@ -231,6 +240,7 @@ Variable softplus(const Variable& x, double beta) {
 }
 
 Variable softmax(const Variable& x, int64_t axis) {
+  rensa::detail::ForwardEntry entry("softmax", x);
   detail::check_floating("softmax", x);
   // 16-bit inputs are normalized in float32 and rounded once (docs/mixed_precision.md).
   if (is_half(x.dtype())) return cast(softmax(cast(x, Dtype::float32), axis), x.dtype());
@@ -255,6 +265,7 @@ Variable softmax(const Variable& x, int64_t axis) {
 }
 
 Variable log_softmax(const Variable& x, int64_t axis) {
+  rensa::detail::ForwardEntry entry("log_softmax", x);
   detail::check_floating("log_softmax", x);
   if (is_half(x.dtype())) return cast(log_softmax(cast(x, Dtype::float32), axis), x.dtype());
   const int64_t ax = normalize_axis(axis, x.ndim(), "log_softmax");

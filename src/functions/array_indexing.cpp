@@ -44,6 +44,7 @@ Variable permutate(const Variable& x, const Array& indices, int64_t axis, bool i
 }
 
 Variable scatter_add(const Variable& a, const std::vector<Index>& slices, const Variable& b) {
+  rensa::detail::ForwardEntry entry("scatter_add", a, b);
   check_not_null("scatter_add", a, "a");
   check_not_null("scatter_add", b, "b");
   detail::check_same_dtype_device("scatter_add", {&a, &b});

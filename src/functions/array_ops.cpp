@@ -40,6 +40,7 @@ Array with_context(const char* op, const Shape& shape, Fn&& fn) {
 // The gradient of get_item: zeros of `shape` with gy written into the indexed view (basic
 // indexing never maps two result elements to one element of x). Its own gradient is get_item.
 Variable get_item_grad(const Variable& gy, const Shape& shape, const std::vector<Index>& indices) {
+  rensa::detail::ForwardEntry entry("get_item_grad", gy);
   Array gx = Array::zeros(shape, gy.dtype(), gy.device());
   gx.index(indices).assign(gy.array());
   return record1("get_item_grad", {gy}, std::move(gx),
@@ -49,6 +50,7 @@ Variable get_item_grad(const Variable& gy, const Shape& shape, const std::vector
 // The gradient of select_item: gx (N, C) zero except gx[i, t[i]] = gy[i]. Its own gradient is
 // select_item.
 Variable select_item_grad(const Variable& gy, const Array& t, int64_t classes) {
+  rensa::detail::ForwardEntry entry("select_item_grad", gy);
   Array gx = Array::empty({gy.shape()[0], classes}, gy.dtype(), gy.device());
   RENSA_KERNEL(gy.device(), scatter_item, "select_item")(gy.array(), t, gx);
   return record1("select_item_grad", {gy}, std::move(gx),
@@ -75,6 +77,7 @@ std::vector<Piece> split_pieces(const std::vector<int64_t>& indices, int64_t n) 
 }  // namespace
 
 Variable reshape(const Variable& x, const Shape& shape) {
+  rensa::detail::ForwardEntry entry("reshape", x);
   RENSA_CHECK(!x.is_null(), ValueError, "reshape: x is null");
   Array y = x.array().reshape(shape);
   return record1("reshape", {x}, std::move(y),
@@ -82,6 +85,7 @@ Variable reshape(const Variable& x, const Shape& shape) {
 }
 
 Variable broadcast_to(const Variable& x, const Shape& shape) {
+  rensa::detail::ForwardEntry entry("broadcast_to", x);
   RENSA_CHECK(!x.is_null(), ValueError, "broadcast_to: x is null");
   Array y = x.array().broadcast_to(shape);
   return record1("broadcast_to", {x}, std::move(y),
@@ -89,6 +93,7 @@ Variable broadcast_to(const Variable& x, const Shape& shape) {
 }
 
 Variable squeeze(const Variable& x, const Shape& axes) {
+  rensa::detail::ForwardEntry entry("squeeze", x);
   RENSA_CHECK(!x.is_null(), ValueError, "squeeze: x is null");
   Array y = axes.empty() ? x.array().squeeze() : x.array().squeeze(axes);
   return record1("squeeze", {x}, std::move(y),
@@ -96,6 +101,7 @@ Variable squeeze(const Variable& x, const Shape& axes) {
 }
 
 Variable transpose(const Variable& x, const Shape& axes) {
+  rensa::detail::ForwardEntry entry("transpose", x);
   check_not_null("transpose", x);
   const int64_t nd = x.ndim();
   Shape perm(static_cast<std::size_t>(nd), 0);
@@ -118,6 +124,7 @@ Variable transpose(const Variable& x, const Shape& axes) {
 }
 
 Variable swapaxes(const Variable& x, int64_t a, int64_t b) {
+  rensa::detail::ForwardEntry entry("swapaxes", x);
   check_not_null("swapaxes", x);
   a = axis_of("swapaxes", a, x.ndim(), x.shape());
   b = axis_of("swapaxes", b, x.ndim(), x.shape());
@@ -127,6 +134,7 @@ Variable swapaxes(const Variable& x, int64_t a, int64_t b) {
 }
 
 Variable expand_dims(const Variable& x, int64_t axis) {
+  rensa::detail::ForwardEntry entry("expand_dims", x);
   check_not_null("expand_dims", x);
   axis = axis_of("expand_dims", axis, x.ndim() + 1, x.shape());
   Array y = x.array().expand_dims(axis);
@@ -140,6 +148,7 @@ Variable flatten(const Variable& x) {
 }
 
 Variable concat(const std::vector<Variable>& xs, int64_t axis) {
+  rensa::detail::ForwardEntry entry("concat", xs);
   check_operands("concat", xs);
   const Shape& first = xs[0].shape();
   RENSA_CHECK(!first.empty(), ShapeError, "concat: zero-dimensional arrays cannot be concatenated: shapes ",
@@ -174,6 +183,7 @@ Variable concat(const std::vector<Variable>& xs, int64_t axis) {
 }
 
 Variable stack(const std::vector<Variable>& xs, int64_t axis) {
+  rensa::detail::ForwardEntry entry("stack", xs);
   check_operands("stack", xs);
   const Shape& first = xs[0].shape();
   for (const auto& x : xs) {
@@ -213,6 +223,7 @@ std::vector<Variable> split_axis(const Variable& x, int64_t sections, int64_t ax
 }
 
 std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& indices, int64_t axis) {
+  rensa::detail::ForwardEntry entry("split_axis", x);
   check_not_null("split_axis", x);
   axis = axis_of("split_axis", axis, x.ndim(), x.shape());
   const auto ax = static_cast<std::size_t>(axis);
@@ -254,6 +265,7 @@ std::vector<Variable> split_axis(const Variable& x, const std::vector<int64_t>& 
 }
 
 Variable get_item(const Variable& x, const std::vector<Index>& indices) {
+  rensa::detail::ForwardEntry entry("get_item", x);
   check_not_null("get_item", x);
   Array y = with_context("get_item", x.shape(), [&] { return x.array().index(indices); });
   return record1("get_item", {x}, std::move(y), [indices, shape = x.shape()](const BackwardContext& ctx) {
@@ -262,6 +274,7 @@ Variable get_item(const Variable& x, const std::vector<Index>& indices) {
 }
 
 Variable cast(const Variable& x, Dtype dtype) {
+  rensa::detail::ForwardEntry entry("cast", x);
   check_not_null("cast", x);
   if (x.dtype() == dtype) return x;
   Array y = x.array().astype(dtype);
@@ -272,6 +285,7 @@ Variable cast(const Variable& x, Dtype dtype) {
 }
 
 Variable where(const Array& cond, const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("where", a, b);
   RENSA_CHECK(!cond.is_null(), ValueError, "where: cond is null");
   detail::check_same_dtype_device("where", {&a, &b});
   RENSA_CHECK(cond.dtype() == Dtype::bool_, DtypeError, "where: cond must be bool, got ", cond.dtype(), " with shape ",
@@ -305,6 +319,7 @@ Variable where(const Array& cond, const Variable& a, const Variable& b) {
 }
 
 Variable select_item(const Variable& x, const Array& t) {
+  rensa::detail::ForwardEntry entry("select_item", x);
   detail::check_floating("select_item", x);
   RENSA_CHECK(!t.is_null(), ValueError, "select_item: t is null");
   RENSA_CHECK(t.dtype() == Dtype::int32 || t.dtype() == Dtype::int64, DtypeError,
@@ -320,6 +335,7 @@ Variable select_item(const Variable& x, const Array& t) {
 }
 
 Variable pad(const Variable& x, const std::vector<std::pair<int64_t, int64_t>>& pad_width, double value) {
+  rensa::detail::ForwardEntry entry("pad", x);
   check_not_null("pad", x);
   const auto ndim = static_cast<std::size_t>(x.ndim());
   RENSA_CHECK(pad_width.size() == 1 || pad_width.size() == ndim, ShapeError, "pad: pad_width has ", pad_width.size(),

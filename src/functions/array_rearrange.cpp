@@ -36,6 +36,7 @@ Array diagonal_view(const Array& x, int64_t offset, int64_t a1, int64_t a2) {
 
 // The gradient of diagonal: gy written into the diagonal of zeros; its gradient is diagonal.
 Variable diagonal_grad(const Variable& gy, const Shape& shape, int64_t offset, int64_t a1, int64_t a2) {
+  rensa::detail::ForwardEntry entry("diagonal_grad", gy);
   Array gx = Array::zeros(shape, gy.dtype(), gy.device());
   diagonal_view(gx, offset, a1, a2).assign(gy.array());
   return record1("diagonal_grad", {gy}, std::move(gx), [offset, a1, a2](const BackwardContext& ctx) {
@@ -118,6 +119,7 @@ Variable repeat(const Variable& x, int64_t repeats, std::optional<int64_t> axis)
 }
 
 Variable flip(const Variable& x, int64_t axis) {
+  rensa::detail::ForwardEntry entry("flip", x);
   check_not_null("flip", x);
   RENSA_CHECK(x.ndim() > 0, ShapeError, "flip: x must have at least one dimension, got shape ", x.shape());
   axis = axis_of("flip", axis, x.ndim(), x.shape());
@@ -210,6 +212,7 @@ Variable dstack(const std::vector<Variable>& xs) {
 }
 
 Variable diagonal(const Variable& x, int64_t offset, int64_t axis1, int64_t axis2) {
+  rensa::detail::ForwardEntry entry("diagonal", x);
   check_not_null("diagonal", x);
   RENSA_CHECK(x.ndim() >= 2, ShapeError, "diagonal: x must have at least two dimensions, got shape ", x.shape());
   const int64_t a1 = axis_of("diagonal", axis1, x.ndim(), x.shape());
@@ -223,6 +226,7 @@ Variable diagonal(const Variable& x, int64_t offset, int64_t axis1, int64_t axis
 }
 
 Variable copy(const Variable& x, Device device) {
+  rensa::detail::ForwardEntry entry("copy", x);
   check_not_null("copy", x);
   Array y = x.array().to(device);
   if (y.shares_storage(x.array())) y = y.copy();
@@ -247,6 +251,7 @@ std::vector<Variable> broadcast(const std::vector<Variable>& xs) {
 }
 
 std::vector<Variable> separate(const Variable& x, int64_t axis) {
+  rensa::detail::ForwardEntry entry("separate", x);
   check_not_null("separate", x);
   RENSA_CHECK(x.ndim() > 0, ShapeError, "separate: x must have at least one dimension, got shape ", x.shape());
   axis = axis_of("separate", axis, x.ndim(), x.shape());

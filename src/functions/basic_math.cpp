@@ -19,6 +19,7 @@ Array mask(const char* op, BinaryOp cmp, const Array& a, const Array& b) { retur
 }  // namespace
 
 Variable add(const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("add", a, b);
   detail::check_same_dtype_device("add", {&a, &b});
   Array y = detail::binary("add", BinaryOp::add, a.array(), b.array());
   return record1("add", {a, b}, std::move(y), [sa = a.shape(), sb = b.shape()](const BackwardContext& ctx) {
@@ -28,6 +29,7 @@ Variable add(const Variable& a, const Variable& b) {
 }
 
 Variable sub(const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("sub", a, b);
   detail::check_same_dtype_device("sub", {&a, &b});
   Array y = detail::binary("sub", BinaryOp::sub, a.array(), b.array());
   return record1("sub", {a, b}, std::move(y), [sa = a.shape(), sb = b.shape()](const BackwardContext& ctx) {
@@ -38,6 +40,7 @@ Variable sub(const Variable& a, const Variable& b) {
 }
 
 Variable mul(const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("mul", a, b);
   detail::check_same_dtype_device("mul", {&a, &b});
   Array y = detail::binary("mul", BinaryOp::mul, a.array(), b.array());
   return record1("mul", {a, b}, std::move(y), [a, b](const BackwardContext& ctx) {
@@ -48,6 +51,7 @@ Variable mul(const Variable& a, const Variable& b) {
 }
 
 Variable div(const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("div", a, b);
   detail::check_same_dtype_device("div", {&a, &b});
   Array y = detail::binary("div", BinaryOp::div, a.array(), b.array());
   return record1("div", {a, b}, std::move(y), [a, b](const BackwardContext& ctx) {
@@ -59,6 +63,7 @@ Variable div(const Variable& a, const Variable& b) {
 }
 
 Variable neg(const Variable& x) {
+  rensa::detail::ForwardEntry entry("neg", x);
   RENSA_CHECK(!x.is_null(), ValueError, "neg: x is null");
   Array y = x.dtype() == Dtype::bool_ || !is_floating(x.dtype())
                 ? detail::binary("neg", BinaryOp::sub, detail::scalar_like(0.0, x.array()), x.array())
@@ -67,6 +72,7 @@ Variable neg(const Variable& x) {
 }
 
 Variable pow(const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry("pow", a, b);
   detail::check_same_dtype_device("pow", {&a, &b});
   detail::check_floating("pow", a, "a");
   Array y = detail::binary("pow", BinaryOp::pow, a.array(), b.array());
@@ -86,6 +92,7 @@ Variable pow(const Variable& a, const Variable& b) {
 }
 
 Variable pow(const Variable& x, double exponent) {
+  rensa::detail::ForwardEntry entry("pow", x);
   detail::check_floating("pow", x);
   Array y = detail::unary("pow", UnaryOp::pow_scalar, x.array(), exponent);
   return record1("pow", {x}, std::move(y), [x, exponent](const BackwardContext& ctx) {
@@ -96,6 +103,7 @@ Variable pow(const Variable& x, double exponent) {
 }
 
 Variable exp(const Variable& x) {
+  rensa::detail::ForwardEntry entry("exp", x);
   detail::check_floating("exp", x);
   return record1(
       "exp", {x}, detail::unary("exp", UnaryOp::exp, x.array()),
@@ -103,12 +111,14 @@ Variable exp(const Variable& x) {
 }
 
 Variable log(const Variable& x) {
+  rensa::detail::ForwardEntry entry("log", x);
   detail::check_floating("log", x);
   return record1("log", {x}, detail::unary("log", UnaryOp::log, x.array()),
                  [x](const BackwardContext& ctx) { return Grads{div(ctx.grad_output(), x)}; });
 }
 
 Variable sqrt(const Variable& x) {
+  rensa::detail::ForwardEntry entry("sqrt", x);
   detail::check_floating("sqrt", x);
   return record1(
       "sqrt", {x}, detail::unary("sqrt", UnaryOp::sqrt, x.array()),
@@ -116,12 +126,14 @@ Variable sqrt(const Variable& x) {
 }
 
 Variable square(const Variable& x) {
+  rensa::detail::ForwardEntry entry("square", x);
   detail::check_floating("square", x);
   return record1("square", {x}, detail::unary("square", UnaryOp::square, x.array()),
                  [x](const BackwardContext& ctx) { return Grads{mul(ctx.grad_output(), mul(x, 2.0))}; });
 }
 
 Variable abs(const Variable& x) {
+  rensa::detail::ForwardEntry entry("abs", x);
   detail::check_floating("abs", x);
   return record1("abs", {x}, detail::unary("abs", UnaryOp::abs, x.array()), [x](const BackwardContext& ctx) {
     return Grads{mul(ctx.grad_output(), Variable(detail::unary("abs", UnaryOp::sign, x.array())))};
@@ -131,6 +143,7 @@ Variable abs(const Variable& x) {
 namespace {
 // maximum/minimum: `pick_a` is 1 where a is chosen (ties go to a).
 Variable select_extreme(const char* op, BinaryOp kop, BinaryOp cmp, const Variable& a, const Variable& b) {
+  rensa::detail::ForwardEntry entry(op, a, b);
   detail::check_same_dtype_device(op, {&a, &b});
   Array y = detail::binary(op, kop, a.array(), b.array());
   return record1(op, {a, b}, std::move(y), [a, b, op, cmp](const BackwardContext& ctx) {
@@ -151,6 +164,7 @@ Variable minimum(const Variable& a, const Variable& b) {
 }
 
 Variable clip(const Variable& x, double lo, double hi) {
+  rensa::detail::ForwardEntry entry("clip", x);
   detail::check_floating("clip", x);
   RENSA_CHECK(lo < hi, ValueError, "clip: x_min must be less than x_max, got x_min ", lo, " and x_max ", hi,
               " (x ", x.shape(), ")");
@@ -165,6 +179,7 @@ Variable clip(const Variable& x, double lo, double hi) {
 }
 
 Variable add(const Variable& x, double value) {
+  rensa::detail::ForwardEntry entry("add", x);
   RENSA_CHECK(!x.is_null(), ValueError, "add: x is null");
   if (!is_floating(x.dtype())) return add(x, Variable(detail::scalar_like(value, x.array())));
   return record1("add", {x}, detail::unary("add", UnaryOp::affine, x.array(), 1.0, value),
@@ -172,6 +187,7 @@ Variable add(const Variable& x, double value) {
 }
 
 Variable mul(const Variable& x, double value) {
+  rensa::detail::ForwardEntry entry("mul", x);
   RENSA_CHECK(!x.is_null(), ValueError, "mul: x is null");
   if (!is_floating(x.dtype())) return mul(x, Variable(detail::scalar_like(value, x.array())));
   return record1("mul", {x}, detail::unary("mul", UnaryOp::affine, x.array(), value, 0.0),
@@ -179,6 +195,7 @@ Variable mul(const Variable& x, double value) {
 }
 
 Variable rsub(const Variable& x, double value) {
+  rensa::detail::ForwardEntry entry("rsub", x);
   RENSA_CHECK(!x.is_null(), ValueError, "rsub: x is null");
   if (!is_floating(x.dtype())) return sub(Variable(detail::scalar_like(value, x.array())), x);
   return record1("rsub", {x}, detail::unary("rsub", UnaryOp::affine, x.array(), -1.0, value),

@@ -33,6 +33,7 @@ Variable bias_grad(const Variable& gy) {
 // y = conv(x, W) + b with the output extent y_shape.
 Variable conv_forward(const Variable& x, const Variable& W, const Variable& b, const Conv2dParams& p,
                       const Shape& y_shape) {
+  rensa::detail::ForwardEntry entry("convolution_2d", x, W, b);
   Array y = Array::empty(y_shape, x.dtype(), x.device(), conv_format(x.device(), x.dtype()));
   if (y.size() > 0) {
     RENSA_KERNEL(x.device(), conv2d_forward, "convolution_2d")
@@ -51,6 +52,7 @@ Variable conv_forward(const Variable& x, const Variable& W, const Variable& b, c
 // x = conv^T(gy, W) + b with the output extent x_shape: the deconvolution.
 Variable conv_backward_data(const Variable& gy, const Variable& W, const Variable& b, const Conv2dParams& p,
                             const Shape& x_shape) {
+  rensa::detail::ForwardEntry entry("deconvolution_2d", gy, W, b);
   Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), conv_format(gy.device(), gy.dtype()));
   if (gx.size() > 0) {
     RENSA_KERNEL(gy.device(), conv2d_backward_data, "deconvolution_2d")(gy.array(), W.array(), gx, p);
@@ -71,6 +73,7 @@ Variable conv_backward_data(const Variable& gy, const Variable& W, const Variabl
 
 // gW = d<conv(x, W), gy>/dW with the extent w_shape.
 Variable conv_backward_weights(const Variable& x, const Variable& gy, const Conv2dParams& p, const Shape& w_shape) {
+  rensa::detail::ForwardEntry entry("convolution_2d_grad_w", x, gy);
   Array gw = Array::empty(w_shape, x.dtype(), x.device());
   if (gw.size() > 0) {
     RENSA_KERNEL(x.device(), conv2d_backward_weights, "convolution_2d")(x.array(), gy.array(), gw, p);

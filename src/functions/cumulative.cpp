@@ -20,6 +20,7 @@ Array run_scan(const char* op, ScanOp kop, const Array& x, const Array& a, int64
 }  // namespace
 
 Variable scan_sum(const Variable& x, int64_t axis, bool reverse) {
+  rensa::detail::ForwardEntry entry("cumsum", x);
   return record1("cumsum", {x}, run_scan("cumsum", ScanOp::sum, x.array(), Array(), axis, reverse),
                  [axis, reverse](const BackwardContext& ctx) {
                    return std::vector<Variable>{scan_sum(ctx.grad_output(), axis, !reverse)};
@@ -27,6 +28,7 @@ Variable scan_sum(const Variable& x, int64_t axis, bool reverse) {
 }
 
 Variable scan_prod(const Variable& x, int64_t axis, bool reverse) {
+  rensa::detail::ForwardEntry entry("cumprod", x);
   return record1(
       "cumprod", {x}, run_scan("cumprod", ScanOp::prod, x.array(), Array(), axis, reverse),
       [x, axis, reverse](const BackwardContext& ctx) {
@@ -38,6 +40,7 @@ Variable scan_prod(const Variable& x, int64_t axis, bool reverse) {
 }
 
 Variable scan_linear(const Variable& b, const Variable& a, int64_t axis, bool reverse) {
+  rensa::detail::ForwardEntry entry("cumprodsum", b, a);
   return record1(
       "cumprodsum", {b, a}, run_scan("cumprodsum", ScanOp::linear, b.array(), a.array(), axis, reverse),
       [a, axis, reverse](const BackwardContext& ctx) {

@@ -109,6 +109,7 @@ Whitening whiten(const char* op, const Variable& x, const Groups& g, double eps)
 Variable decorrelated_batch_normalization(const Variable& x, int64_t groups, double eps, Array* running_mean,
                                           Array* running_projection, double decay) {
   constexpr const char* op = "decorrelated_batch_normalization";
+  rensa::detail::ForwardEntry entry(op, x);
   const Groups g = group_layout(op, x, groups);
   RENSA_CHECK(eps > 0.0, ValueError, op, ": eps must be positive, got ", eps);
   RENSA_CHECK(decay >= 0.0 && decay <= 1.0, ValueError, op, ": decay must be in [0, 1], got ", decay);

@@ -30,6 +30,7 @@ std::vector<Variable> call_checked(const ForgetFunction& func, const std::vector
 }  // namespace
 
 std::vector<Variable> forget(const ForgetFunction& func, const std::vector<Variable>& xs) {
+  rensa::detail::ForwardEntry entry("forget", xs);
   RENSA_CHECK(static_cast<bool>(func), ValueError, "forget: func is empty");
   std::vector<Array> arrays;
   for (std::size_t i = 0; i < xs.size(); ++i) {

@@ -46,6 +46,7 @@ Array index_vector(const char* op, const Array& indices, Device device, const ch
 }
 
 Variable take(const char* op, const Variable& x, const Array& idx, int64_t axis) {
+  rensa::detail::ForwardEntry entry(op, x);
   const Split3 s = split3(x.shape(), axis);
   Shape out_shape = x.shape();
   out_shape[static_cast<std::size_t>(axis)] = idx.size();
@@ -60,6 +61,7 @@ Variable take(const char* op, const Variable& x, const Array& idx, int64_t axis)
 }
 
 Variable scatter_add_axis(const char* op, const Variable& a, const Array& idx, const Variable& b, int64_t axis) {
+  rensa::detail::ForwardEntry entry(op, a, b);
   const Split3 s = split3(a.shape(), axis);
   Array y = a.array().copy();
   const Array b3 = b.array().reshape({s.a, idx.size(), s.b});

@@ -48,6 +48,7 @@ std::ostream& operator<<(std::ostream& os, const BiasNote& n) {
 // to 16 bits (gW = gy^T x on a float32 output, gb = sum gy in float32). Double backprop
 // differentiates the cast-first composite.
 Variable mixed_linear(const Variable& x, const Variable& W, const Variable& b, const Shape& x2_shape) {
+  rensa::detail::ForwardEntry entry("linear", x, W, b);
   const Dtype dt = x.dtype();
   const Array x2 = x.array().reshape(x2_shape);
   const Array w16 = W.array().astype(dt);
@@ -86,6 +87,7 @@ Variable mixed_linear(const Variable& x, const Variable& W, const Variable& b, c
 }  // namespace
 
 Variable matmul(const Variable& a, const Variable& b, bool transa, bool transb) {
+  rensa::detail::ForwardEntry entry("matmul", a, b);
   detail::check_same_dtype_device("matmul", {&a, &b});
   RENSA_CHECK(a.ndim() >= 1 && b.ndim() >= 1, ShapeError, "matmul: operands must have at least 1 axis, got a ",
               a.shape(), " and b ", b.shape());
@@ -143,6 +145,7 @@ Variable matmul(const Variable& a, const Variable& b, bool transa, bool transb) 
 }
 
 Variable linear(const Variable& x, const Variable& W, const Variable& b) {
+  rensa::detail::ForwardEntry entry("linear", x, W, b);
   detail::check_floating("linear", x);
   // Mixed precision: a 16-bit x with float32 W (and b).
   const bool mixed = is_half(x.dtype()) && !W.is_null() && W.dtype() == Dtype::float32 &&

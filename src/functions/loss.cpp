@@ -59,6 +59,7 @@ Variable grad_coefficient(Reduce reduce, const Variable& gy, const Array& diviso
 
 Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore_label, std::string_view reduce) {
   constexpr const char* op = "softmax_cross_entropy";
+  rensa::detail::ForwardEntry entry(op, x);
   detail::check_floating(op, x);
   // Losses of 16-bit inputs are computed and returned in float32 (docs/mixed_precision.md).
   if (is_half(x.dtype())) return softmax_cross_entropy(cast(x, Dtype::float32), t, ignore_label, reduce);
@@ -159,6 +160,7 @@ Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore
 
 Variable sigmoid_cross_entropy(const Variable& x, const Array& t, std::string_view reduce) {
   constexpr const char* op = "sigmoid_cross_entropy";
+  rensa::detail::ForwardEntry entry(op, x);
   detail::check_floating(op, x);
   if (is_half(x.dtype())) return sigmoid_cross_entropy(cast(x, Dtype::float32), t, reduce);
   check_labels(op, x, t);

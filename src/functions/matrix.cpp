@@ -68,6 +68,7 @@ Variable to_like(const std::vector<double>& v, const Shape& shape, const Variabl
 Variable mT(const Variable& x) { return swapaxes(x, -1, -2); }
 
 Variable inverse(const char* op, const Variable& a, bool batched) {
+  rensa::detail::ForwardEntry entry(op, a);
   const Square sq = check_square(op, a, batched);
   const int64_t n = sq.n;
   const auto in = host(a);
@@ -101,6 +102,7 @@ Variable inverse(const char* op, const Variable& a, bool batched) {
 }
 
 Variable determinant(const char* op, const Variable& a, bool batched) {
+  rensa::detail::ForwardEntry entry(op, a);
   const Square sq = check_square(op, a, batched);
   const int64_t n = sq.n;
   const auto in = host(a);
@@ -131,6 +133,7 @@ Variable batch_det(const Variable& a) { return determinant("batch_det", a, true)
 
 Variable cholesky(const Variable& a) {
   constexpr const char* op = "cholesky";
+  rensa::detail::ForwardEntry entry(op, a);
   const Square sq = check_square(op, a, false);
   const int64_t n = sq.n;
   const auto m = host(a);

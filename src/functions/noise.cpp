@@ -15,6 +15,7 @@ namespace rensa::functions {
 
 Variable dropout(const Variable& x, double ratio, Generator* gen) {
   constexpr const char* op = "dropout";
+  rensa::detail::ForwardEntry entry(op, x);
   detail::check_floating(op, x);
   RENSA_CHECK(ratio >= 0.0 && ratio < 1.0, ValueError, op, ": ratio must be in [0, 1), got ", ratio);
   if (!config().train || ratio == 0.0) return x;

@@ -187,6 +187,7 @@ BatchNormResult composite_batch_normalization(const Variable& x, const Variable&
 BatchNormResult fused_batch_normalization(const char* op, const Variable& x, const Variable& gamma,
                                           const Variable& beta, const BatchNormOptions& options, const Shape& axes,
                                           const ParamShapes& ps, int64_t groups) {
+  rensa::detail::ForwardEntry entry(op, x, gamma, beta);
   Array xa = x.array();
   if (!xa.is_contiguous() && !xa.is_channels_last()) xa = xa.contiguous();
   const int64_t c = xa.shape()[1];
@@ -357,6 +358,7 @@ Variable group_normalization(const Variable& x, int64_t groups, const Variable& 
 
 Variable normalize(const Variable& x, double eps, const Shape& axes_in) {
   constexpr const char* op = "normalize";
+  rensa::detail::ForwardEntry entry(op, x);
   detail::check_floating(op, x);
   RENSA_CHECK(eps > 0.0, ValueError, op, ": eps must be positive, got ", eps);
   const Shape axes = detail::normalize_axes(op, axes_in, x.ndim(), false);

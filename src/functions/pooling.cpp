@@ -21,6 +21,7 @@ using Grads = std::vector<Variable>;
 
 // y[n, c, i, j] = x[n, c].flat[indices[n, c, i, j]].
 Variable detail::max_pool_gather(const Variable& x, const Array& indices) {
+  rensa::detail::ForwardEntry entry("max_pooling_2d_gather", x);
   Array y = Array::empty(indices.shape(), x.dtype(), x.device(), indices.suggest_memory_format());
   if (y.size() > 0) RENSA_KERNEL(x.device(), max_pool2d_gather, "max_pooling_2d")(x.array(), indices, y);
   return record1(
@@ -34,6 +35,7 @@ Variable detail::max_pool_gather(const Variable& x, const Array& indices) {
 // gx = 0; gx[n, c].flat[indices[n, c, i, j]] += gy[n, c, i, j].
 Variable detail::max_pool_scatter(const Variable& gy, const Array& indices, const Shape& x_shape,
                                   MemoryFormat x_format) {
+  rensa::detail::ForwardEntry entry("max_pooling_2d_grad", gy);
   Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), max_pool2d_backward, "max_pooling_2d")(gy.array(), indices, gx);
   return record1("max_pooling_2d_grad", {gy}, std::move(gx), [indices](const BackwardContext& ctx) {
@@ -46,6 +48,7 @@ namespace {
 Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape, MemoryFormat x_format);
 
 Variable avg_pool(const Variable& x, const Pool2dParams& p, const Shape& y_shape) {
+  rensa::detail::ForwardEntry entry("average_pooling_2d", x);
   const MemoryFormat x_format = x.array().suggest_memory_format();
   Array y = Array::empty(y_shape, x.dtype(), x.device(), x_format);
   if (y.size() > 0) RENSA_KERNEL(x.device(), avg_pool2d_forward, "average_pooling_2d")(x.array(), y, p);
@@ -56,6 +59,7 @@ Variable avg_pool(const Variable& x, const Pool2dParams& p, const Shape& y_shape
 }
 
 Variable avg_pool_transpose(const Variable& gy, const Pool2dParams& p, const Shape& x_shape, MemoryFormat x_format) {
+  rensa::detail::ForwardEntry entry("average_pooling_2d_grad", gy);
   Array gx = Array::empty(x_shape, gy.dtype(), gy.device(), x_format);
   if (gx.size() > 0) RENSA_KERNEL(gy.device(), avg_pool2d_backward, "average_pooling_2d")(gy.array(), gx, p);
   return record1("average_pooling_2d_grad", {gy}, std::move(gx), [p, y_shape = gy.shape()](const BackwardContext& ctx) {
@@ -89,6 +93,7 @@ Shape pool_shape(const char* op, const Variable& x, Int2 ksize, Int2 stride, Int
 
 // Max pooling's output and the plane position (h W + w, int32) of each maximum.
 std::pair<Variable, Array> max_pool(const char* op, const Variable& x, Int2 ksize, Int2 s, Int2 pad, bool cover_all) {
+  rensa::detail::ForwardEntry entry(op, x);
   const Shape y_shape = pool_shape(op, x, ksize, s, pad, cover_all);
   // Chainer rejects an empty x (there is no max of nothing to index); average pooling accepts it.
   RENSA_CHECK(x.size() > 0, ShapeError, op, ": x ", x.shape(), " is empty; max pooling needs at least one element");

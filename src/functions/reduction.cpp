@@ -27,6 +27,7 @@ Variable expand_back(const Variable& g, const Shape& in_shape, const Shape& axes
 }
 
 Variable extreme(const char* op, ReduceOp kop, const Variable& x, const Shape& axes_in, bool keepdims) {
+  rensa::detail::ForwardEntry entry(op, x);
   RENSA_CHECK(!x.is_null(), ValueError, op, ": x is null");
   const Shape axes = detail::normalize_axes(op, axes_in, x.ndim());
   for (int64_t a : axes) {
@@ -66,6 +67,7 @@ Variable arg_extreme(const char* op, ReduceOp kop, const Variable& x, std::optio
 }  // namespace
 
 Variable sum(const Variable& x, const Shape& axes_in, bool keepdims) {
+  rensa::detail::ForwardEntry entry("sum", x);
   RENSA_CHECK(!x.is_null(), ValueError, "sum: x is null");
   const Shape axes = detail::normalize_axes("sum", axes_in, x.ndim());
   const Dtype out = x.dtype() == Dtype::bool_ || x.dtype() == Dtype::uint8 || x.dtype() == Dtype::int32
@@ -78,6 +80,7 @@ Variable sum(const Variable& x, const Shape& axes_in, bool keepdims) {
 }
 
 Variable mean(const Variable& x, const Shape& axes_in, bool keepdims) {
+  rensa::detail::ForwardEntry entry("mean", x);
   detail::check_floating("mean", x);
   const Shape axes = detail::normalize_axes("mean", axes_in, x.ndim());
   int64_t n = 1;
@@ -127,6 +130,7 @@ Variable logsumexp(const Variable& x, const Shape& axes_in, bool keepdims) {
 }
 
 Variable sum_to(const Variable& x, const Shape& shape) {
+  rensa::detail::ForwardEntry entry("sum_to", x);
   RENSA_CHECK(!x.is_null(), ValueError, "sum_to: x is null");
   broadcast_shapes(shape, x.shape(), "sum_to");
   Array y = detail::sum_to(x.array(), shape);
@@ -136,6 +140,7 @@ Variable sum_to(const Variable& x, const Shape& shape) {
 }
 
 Variable prod(const Variable& x, const Shape& axes_in, bool keepdims) {
+  rensa::detail::ForwardEntry entry("prod", x);
   detail::check_floating("prod", x);
   const Shape axes = detail::normalize_axes("prod", axes_in, x.ndim());
   Array y = detail::reduce("prod", ReduceOp::prod, x.array(), axes, keepdims, x.dtype());

@@ -108,6 +108,7 @@ Array rows_of(const Array& a, int64_t begin, int64_t end) { return a.slice(0, be
 
 std::pair<Variable, Variable> lstm_cell(const Variable& c_prev, const Variable& x, const LstmGates& gates) {
   constexpr const char* op = "lstm";
+  rensa::detail::ForwardEntry entry(op, c_prev, x);
   const Array xa = x.array().contiguous(), ca = c_prev.array().contiguous();
   const Shape cell = ca.shape();
   Array act = Array::empty(xa.shape(), xa.dtype(), xa.device());
@@ -132,6 +133,7 @@ std::pair<Variable, Variable> lstm_cell(const Variable& c_prev, const Variable& 
 LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
                      const Variable& h0, const Variable& c0, bool reverse) {
   constexpr const char* op = "n_step_lstm";
+  rensa::detail::ForwardEntry entry(op, p, w_h, h0, c0);
   const Device dev = p.device();
   const Dtype dt = p.dtype();
   const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h0.shape()[1];
@@ -199,6 +201,7 @@ LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes,
 LstmLayer gru_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, const Variable& w_h,
                     const Variable& b_h, const Variable& h0, bool reverse) {
   constexpr const char* op = "n_step_gru";
+  rensa::detail::ForwardEntry entry(op, p, w_h, b_h, h0);
   const Device dev = p.device();
   const Dtype dt = p.dtype();
   const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h0.shape()[1];

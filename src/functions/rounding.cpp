@@ -36,6 +36,7 @@ Variable sign(const Variable& x) {
 }
 
 Variable fmod(const Variable& x, const Variable& divisor) {
+  rensa::detail::ForwardEntry entry("fmod", x, divisor);
   detail::check_floating("fmod", x);
   detail::check_floating("fmod", divisor, "divisor");
   detail::check_same_dtype_device("fmod", {&x, &divisor});

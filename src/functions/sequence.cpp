@@ -35,6 +35,7 @@ Shape checked_unit(const char* op, const std::vector<Variable>& xs) {
 }  // namespace
 
 Variable pad_sequence(const std::vector<Variable>& xs, std::optional<int64_t> length, double padding) {
+  rensa::detail::ForwardEntry entry("pad_sequence", xs);
   const Shape unit = checked_unit("pad_sequence", xs);
   int64_t longest = 0;
   for (const auto& x : xs) longest = std::max(longest, x.shape()[0]);

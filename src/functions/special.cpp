@@ -82,6 +82,7 @@ namespace {
 
 // polygamma and zeta after their checks: the constant operand already in the variable's dtype.
 Variable polygamma_of(const Array& nf, const Variable& x) {
+  rensa::detail::ForwardEntry entry("polygamma", x);
   Array y = detail::binary("polygamma", BinaryOp::polygamma, nf, x.array());
   return record1("polygamma", {x}, std::move(y), [nf, x](const BackwardContext& ctx) {
     Variable d = polygamma_of(detail::unary("polygamma", UnaryOp::affine, nf, 1.0, 1.0), x);
@@ -90,6 +91,7 @@ Variable polygamma_of(const Array& nf, const Variable& x) {
 }
 
 Variable zeta_of(const Array& xf, const Variable& q) {
+  rensa::detail::ForwardEntry entry("zeta", q);
   Array y = detail::binary("zeta", BinaryOp::zeta, xf, q.array());
   return record1("zeta", {q}, std::move(y), [xf, q](const BackwardContext& ctx) {
     Variable d = mul(zeta_of(detail::unary("zeta", UnaryOp::affine, xf, 1.0, 1.0), q),

@@ -35,6 +35,7 @@ Variable arctan(const Variable& x) {
 }
 
 Variable arctan2(const Variable& x1, const Variable& x2) {
+  rensa::detail::ForwardEntry entry("arctan2", x1, x2);
   detail::check_floating("arctan2", x1, "x1");
   detail::check_floating("arctan2", x2, "x2");
   detail::check_same_dtype_device("arctan2", {&x1, &x2});

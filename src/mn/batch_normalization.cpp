@@ -24,6 +24,7 @@ std::function<Variable(const Variable&)> sum_over_ranks(Communicator comm) {
 namespace functions {
 
 Variable allreduce(const Variable& x, Communicator comm) {
+  rensa::detail::ForwardEntry entry("mn_allreduce", x);
   RENSA_CHECK(!x.is_null(), ValueError, "mn::functions::allreduce: x is null");
   check_comm(comm, "mn::functions::allreduce");
   Array y = comm.allreduce(x.array(), ReduceOp::sum);

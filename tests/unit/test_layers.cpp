@@ -30,13 +30,14 @@ struct Layer {
 const std::vector<Layer> kLayers = {
     // Array, Variable, autograd, Config, the reporter; the kernels behind the kernel tables.
     {"core", {"core", "backends"}},
-    {"functions", {"functions"}},
+    // Function hooks (profilers) see functions through the core's hook interface.
+    {"functions", {"functions", "function_hooks"}},
     // Gradient checks of functions (library rensa::testing, linked by tests only).
     {"testing", {"testing"}},
     // Serialization, datasets and iterators need only the core; links and optimizers serialize,
     // iterators serialize their position.
     {"data", {"serializers", "datasets", "iterators"}},
-    {"links", {"links"}},
+    {"links", {"links", "link_hooks"}},
     {"optimizers", {"optimizers"}},
     // rensa.h and training.h gather everything but rensa::mn.
     {"training", {"training", "extensions", "rensa.h", "training.h"}},

@@ -38,6 +38,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
   Device device_;
+  bool tracked_ = false;  // counted in ArrayMemoryTracking's live bytes
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 }  // namespace detail

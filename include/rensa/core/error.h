@@ -56,6 +56,11 @@ class IndexError : public ErrorSubclass<IndexError> {
  public:
   using ErrorSubclass::ErrorSubclass;
 };
+/// A name is already taken, or unknown where a registry lookup needs it (Chainer's KeyError).
+class KeyError : public ErrorSubclass<KeyError> {
+ public:
+  using ErrorSubclass::ErrorSubclass;
+};
 /// A file could not be read or written, or is malformed.
 class IOError : public ErrorSubclass<IOError> {
  public:

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rensa/core/config.h"
+#include "rensa/core/function_hook.h"
 #include "rensa/core/pool_allocator.h"
 #include "rensa/core/variable.h"
 
@@ -18,6 +19,7 @@ namespace rensa {
 
 namespace detail {
 struct NodeBuilder;
+struct DebugSite;
 }
 
 /// What a backward function receives.
@@ -83,6 +85,10 @@ class FunctionNode : public std::enable_shared_from_this<FunctionNode> {
   /// through this node again. Its input edges stay, so unchain_backward can still cut the graph.
   void release();
 
+  /// Where the function was applied, captured in debug mode (Config::debug) only; null otherwise.
+  const std::shared_ptr<const detail::DebugSite>& creation_site() const { return creation_site_; }
+  void set_creation_site(std::shared_ptr<const detail::DebugSite> site) { creation_site_ = std::move(site); }
+
   // engine bookkeeping
   uint64_t epoch = 0;
   bool in_queue = false;
@@ -113,6 +119,7 @@ class FunctionNode : public std::enable_shared_from_this<FunctionNode> {
     Device device;
   };
   std::vector<OutputMeta> output_meta_;
+  std::shared_ptr<const detail::DebugSite> creation_site_;
   int64_t generation_ = 0;
   uint64_t sequence_ = 0;
   bool released_ = false;
@@ -158,15 +165,21 @@ struct NodeBuilder {
 template <class F>
 std::vector<Variable> record(const char* label, std::span<const Variable> inputs, std::vector<Array> outputs,
                              F&& backward, bool retain_outputs = false) {
-  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
+  const Config& cfg = config();
+  const bool observed = detail::forward_observed() || cfg.debug;
+  if (!cfg.enable_backprop || !detail::NodeBuilder::any_requires_grad(inputs)) {
     std::vector<Variable> out;
     out.reserve(outputs.size());
     for (auto& a : outputs) out.emplace_back(std::move(a));
+    if (observed) [[unlikely]] detail::forward_recorded(label, inputs, out, nullptr);
     return out;
   }
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
-  return detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
+  FunctionNode* raw = node.get();
+  auto out = detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
+  if (observed) [[unlikely]] detail::forward_recorded(label, inputs, out, raw);
+  return out;
 }
 
 /// record() for inputs written as a list: `{x, W, b}`.
@@ -182,10 +195,19 @@ template <class F>
 Variable record1(const char* label, std::initializer_list<Variable> inputs, Array output, F&& backward,
                  bool retain_output = false) {
   std::span<const Variable> in(inputs.begin(), inputs.size());
-  if (!config().enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) return Variable(std::move(output));
+  const Config& cfg = config();
+  const bool observed = detail::forward_observed() || cfg.debug;
+  if (!cfg.enable_backprop || !detail::NodeBuilder::any_requires_grad(in)) {
+    Variable out(std::move(output));
+    if (observed) [[unlikely]] detail::forward_recorded(label, in, {&out, 1}, nullptr);
+    return out;
+  }
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
-  return detail::NodeBuilder::connect1(std::move(node), in, std::move(output), retain_output);
+  FunctionNode* raw = node.get();
+  Variable out = detail::NodeBuilder::connect1(std::move(node), in, std::move(output), retain_output);
+  if (observed) [[unlikely]] detail::forward_recorded(label, in, {&out, 1}, raw);
+  return out;
 }
 
 }  // namespace rensa

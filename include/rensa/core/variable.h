@@ -136,6 +136,11 @@ class Variable {
   /// The observers registered on this variable, in the order added. ValueError for a null variable.
   const std::vector<std::shared_ptr<GradHook>>& grad_hooks() const;
 
+  /// Chainer's Variable.debug_print: "<variable NAME>" (or "<variable at 0x...>"), then lines
+  /// "- device: ", "- backend: ", "- shape: ", "- dtype: ", "- statistics: mean=..., std=..." and
+  /// "- grad: " (None, 0 when all zero, or its statistics), "None" for what a null variable lacks.
+  std::string debug_print() const;
+
   /// True when both handles refer to the same variable.
   bool is(const Variable& other) const { return impl_ == other.impl_; }
   /// This variable's identity, stable for its lifetime: `a.id() == b.id()` exactly when `a.is(b)`

@@ -40,7 +40,10 @@ class Bilinear : public Link {
   Variable forward(const Variable& e1, const Variable& e2);
   /// forward(inputs[0], inputs[1]); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
-  Variable operator()(const Variable& e1, const Variable& e2) { return forward(e1, e2); }
+  Variable operator()(const Variable& e1, const Variable& e2) {
+    const Variable args[] = {e1, e2};
+    return call_forward(args, [&] { return forward(e1, e2); });
+  }
 
   const Variable& W() const { return W_; }
   /// V1, V2 and b are null Variables with nobias.

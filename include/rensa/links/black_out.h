@@ -37,7 +37,9 @@ class BlackOut : public Link {
   Variable forward(const Variable& x, const Array& t);
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
-  Variable operator()(const Variable& x, const Array& t) { return forward(x, t); }
+  Variable operator()(const Variable& x, const Array& t) {
+    return call_forward({&x, 1}, [&] { return forward(x, t); });
+  }
 
   const Variable& W() const { return W_; }
   const WalkerAlias& sampler() const { return sampler_; }

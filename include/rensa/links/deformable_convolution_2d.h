@@ -44,7 +44,10 @@ class DeformableConvolution2DSampler : public detail::WeightBiasLink {
   Variable forward(const Variable& x, const Variable& offset);
   /// forward(inputs[0], inputs[1]); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
-  Variable operator()(const Variable& x, const Variable& offset) { return forward(x, offset); }
+  Variable operator()(const Variable& x, const Variable& offset) {
+    const Variable args[] = {x, offset};
+    return call_forward(args, [&] { return forward(x, offset); });
+  }
 
  private:
   void initialize_params(int64_t in_channels);

@@ -66,7 +66,10 @@ class StatelessGRU : public GRUBase {
   explicit StatelessGRU(int64_t out_size, GRUOptions options = {});
 
   Variable forward(const Variable& h, const Variable& x);
-  Variable operator()(const Variable& h, const Variable& x) { return forward(h, x); }
+  Variable operator()(const Variable& h, const Variable& x) {
+    const Variable args[] = {h, x};
+    return call_forward(args, [&] { return forward(h, x); });
+  }
   using Link::forward;
 };
 

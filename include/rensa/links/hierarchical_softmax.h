@@ -60,7 +60,9 @@ class BinaryHierarchicalSoftmax : public Link {
   Variable forward(const Variable& x, const Array& t);
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
-  Variable operator()(const Variable& x, const Array& t) { return forward(x, t); }
+  Variable operator()(const Variable& x, const Array& t) {
+    return call_forward({&x, 1}, [&] { return forward(x, t); });
+  }
 
   /// Chainer's create_huffman_tree: repeatedly joins the two entries of least (count, order)
   /// (the order of `word_counts`, a joined tree taking the smaller order), the first taken going

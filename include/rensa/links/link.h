@@ -4,17 +4,69 @@
 /// model structure). `namedparams()` gives stable paths like "/l1/W", the order in which
 /// data-parallel training packs gradients.
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "rensa/core/array.h"
+#include "rensa/core/config.h"
+#include "rensa/core/debug_site.h"
 #include "rensa/core/variable.h"
 #include "rensa/serializers/serializer.h"
 
 namespace rensa {
+
+class Link;
+class LinkHook;
+
+/// A link's forward as link hooks see it (Chainer's callback args): `out` is empty in
+/// forward_preprocess, and in forward_postprocess too when the forward threw or returned no
+/// Variable.
+struct LinkForwardCall {
+  Link& link;
+  std::string_view forward_name;
+  std::span<const Variable> args;
+  std::span<const Variable> out;
+};
+
+namespace detail {
+/// Link hooks installed on all threads (LinkHookScope); the call operator tests it first.
+extern std::atomic<int> g_link_observers;
+
+/// Runs the hooks around one hooked link call: pre in the constructor, post in finish() or, when
+/// the forward threw, in the destructor.
+class LinkCallObserver {
+ public:
+  LinkCallObserver(Link& link, std::span<const Variable> args);
+  ~LinkCallObserver();
+  LinkCallObserver(const LinkCallObserver&) = delete;
+  LinkCallObserver& operator=(const LinkCallObserver&) = delete;
+  void finish(std::span<const Variable> out);
+
+ private:
+  Link& link_;
+  std::span<const Variable> args_;
+  std::vector<LinkHook*> hooks_;
+  std::optional<DebugLinkScope> debug_scope_;  // in debug mode: names the link in error sites
+  bool finished_ = false;
+};
+
+inline std::span<const Variable> hook_outputs(const Variable& v) { return {&v, 1}; }
+inline std::span<const Variable> hook_outputs(const std::pair<Variable, Variable>& p) {
+  static_assert(sizeof(std::pair<Variable, Variable>) == 2 * sizeof(Variable));
+  return {&p.first, 2};
+}
+template <class T>
+std::span<const Variable> hook_outputs(const T&) {
+  return {};
+}
+}  // namespace detail
 
 /// A layer: owns parameters (Variables that require grad) and persistent values (Arrays such as
 /// batch-norm statistics), each registered by name. Links are identity objects: not copyable or
@@ -86,8 +138,24 @@ class Link {
   /// The forward of a link taking several inputs (Classifier takes x and t). By default calls the
   /// single-input forward when given one input.
   virtual Variable forward(const std::vector<Variable>& inputs);
-  Variable operator()(const Variable& x) { return forward(x); }
-  Variable operator()(const std::vector<Variable>& inputs) { return forward(inputs); }
+  /// Calls forward(x) between the link hooks installed on this thread and on this link.
+  Variable operator()(const Variable& x) {
+    return call_forward({&x, 1}, [&] { return forward(x); });
+  }
+  Variable operator()(const std::vector<Variable>& inputs) {
+    return call_forward(inputs, [&] { return forward(inputs); });
+  }
+
+  /// Chainer's Link.add_hook: installs `hook` on this link only (it sees this link's calls, not its
+  /// children's), under `name` (empty: hook->name()). Calls hook->added(this). KeyError for a name
+  /// already used on this link, ValueError for a null hook.
+  Link& add_hook(std::shared_ptr<LinkHook> hook, std::string name = "");
+  /// Removes the hook installed under `name` and calls its deleted(this); KeyError if absent.
+  void delete_hook(const std::string& name);
+  /// The hooks installed on this link, by name, in installation order.
+  const std::vector<std::pair<std::string, std::shared_ptr<LinkHook>>>& local_link_hooks() const {
+    return local_hooks_;
+  }
 
   /// Optional name used in reports (set by the optimizer/updater: "main").
   const std::string& name() const { return name_; }
@@ -101,6 +169,17 @@ class Link {
   /// Device new parameters should be created on.
   Device device_ = Device::cpu();
 
+  /// Runs `f` (the forward on `args`) between the link hooks' forward_preprocess and
+  /// forward_postprocess; a link with its own call operator calls its forward through it.
+  template <class F>
+  auto call_forward(std::span<const Variable> args, F&& f) -> decltype(f()) {
+    if (!observed()) [[likely]] return f();
+    detail::LinkCallObserver observer(*this, args);
+    auto out = f();
+    observer.finish(detail::hook_outputs(out));
+    return out;
+  }
+
  private:
   void collect_params(const std::string& prefix, bool include_uninit,
                       std::vector<std::pair<std::string, Variable>>& out) const;
@@ -109,7 +188,12 @@ class Link {
   std::vector<std::pair<std::string, Variable>> params_;
   /// The dtype each parameter registered without an array was declared with.
   std::vector<std::pair<std::string, Dtype>> lazy_dtypes_;
+  bool observed() const {
+    return detail::g_link_observers.load(std::memory_order_relaxed) != 0 || !local_hooks_.empty() || config().debug;
+  }
+
   std::vector<std::pair<std::string, Array>> persistents_;
+  std::vector<std::pair<std::string, std::shared_ptr<LinkHook>>> local_hooks_;
   std::string name_;
 };
 

@@ -83,7 +83,8 @@ class StatelessLSTM : public LSTMBase {
   /// (B, H).
   std::pair<Variable, Variable> forward(const Variable& c, const Variable& h, const Variable& x);
   std::pair<Variable, Variable> operator()(const Variable& c, const Variable& h, const Variable& x) {
-    return forward(c, h, x);
+    const Variable args[] = {c, h, x};
+    return call_forward(args, [&] { return forward(c, h, x); });
   }
   using Link::forward;
 };

@@ -50,7 +50,10 @@ class StatelessMGU : public MGUBase {
  public:
   StatelessMGU(int64_t in_size, int64_t out_size, MGUOptions options = {});
   Variable forward(const Variable& h, const Variable& x) { return step(h, x); }
-  Variable operator()(const Variable& h, const Variable& x) { return forward(h, x); }
+  Variable operator()(const Variable& h, const Variable& x) {
+    const Variable args[] = {h, x};
+    return call_forward(args, [&] { return forward(h, x); });
+  }
   using Link::forward;
 };
 

@@ -61,6 +61,12 @@ class NStepRNNBase : public ChainList {
   /// ShapeError naming the link for a sequence that is not (L, in_size) or states that are not
   /// (n_layers * directions, B, H); DtypeError when dtypes differ.
   functions::NStepResult run(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs);
+  /// run() between the link hooks (the call operators' path).
+  functions::NStepResult call_run(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
+    std::vector<Variable> args{hx, cx};
+    args.insert(args.end(), xs.begin(), xs.end());
+    return call_forward(args, [&] { return run(hx, cx, xs); });
+  }
 
  private:
   const char* link_;
@@ -79,7 +85,7 @@ class NStepLSTM : public NStepRNNBase {
     return run(hx, cx, xs);
   }
   functions::NStepResult operator()(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
-    return run(hx, cx, xs);
+    return call_run(hx, cx, xs);
   }
   using Link::forward;
 };
@@ -92,7 +98,7 @@ class NStepBiLSTM : public NStepRNNBase {
     return run(hx, cx, xs);
   }
   functions::NStepResult operator()(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
-    return run(hx, cx, xs);
+    return call_run(hx, cx, xs);
   }
   using Link::forward;
 };
@@ -101,7 +107,9 @@ class NStepBiLSTM : public NStepRNNBase {
 class NStepHiddenOnlyBase : public NStepRNNBase {
  public:
   functions::NStepResult forward(const Variable& hx, const std::vector<Variable>& xs) { return run(hx, {}, xs); }
-  functions::NStepResult operator()(const Variable& hx, const std::vector<Variable>& xs) { return run(hx, {}, xs); }
+  functions::NStepResult operator()(const Variable& hx, const std::vector<Variable>& xs) {
+    return call_run(hx, {}, xs);
+  }
   using Link::forward;
 
  protected:

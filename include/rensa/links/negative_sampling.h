@@ -37,7 +37,7 @@ class NegativeSampling : public Link {
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
   Variable operator()(const Variable& x, const Array& t, std::string_view reduce = "sum") {
-    return forward(x, t, reduce);
+    return call_forward({&x, 1}, [&] { return forward(x, t, reduce); });
   }
 
   const Variable& W() const { return W_; }

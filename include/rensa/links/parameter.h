@@ -16,7 +16,9 @@ class Parameter : public Link {
   Variable forward(const Variable& x = Variable()) override;
   using Link::forward;
   using Link::operator();
-  Variable operator()() { return forward(Variable()); }
+  Variable operator()() {
+    return call_forward({}, [&] { return forward(Variable()); });
+  }
   const Variable& W() const { return W_; }
 
  private:

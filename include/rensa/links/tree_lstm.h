@@ -39,7 +39,10 @@ class ChildSumTreeLSTM : public Chain {
                                         const Variable& x);
   std::pair<Variable, Variable> operator()(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                            const Variable& x) {
-    return forward(cs, hs, x);
+    std::vector<Variable> args(cs);
+    args.insert(args.end(), hs.begin(), hs.end());
+    args.push_back(x);
+    return call_forward(args, [&] { return forward(cs, hs, x); });
   }
   using Link::forward;
 
@@ -68,7 +71,10 @@ class NaryTreeLSTM : public Chain {
                                         const Variable& x);
   std::pair<Variable, Variable> operator()(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                            const Variable& x) {
-    return forward(cs, hs, x);
+    std::vector<Variable> args(cs);
+    args.insert(args.end(), hs.begin(), hs.end());
+    args.push_back(x);
+    return call_forward(args, [&] { return forward(cs, hs, x); });
   }
   using Link::forward;
 

@@ -32,7 +32,7 @@ class VisionLayers : public Chain {
   using Link::forward;
   using Link::operator();
   std::map<std::string, Variable> operator()(const Variable& x, const std::vector<std::string>& layers) {
-    return forward(x, layers);
+    return call_forward({&x, 1}, [&] { return forward(x, layers); });
   }
 
   /// The layer names forward accepts, in the order they are computed (Chainer's available_layers).

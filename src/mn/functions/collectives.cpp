@@ -69,6 +69,7 @@ std::vector<Array> grad_arrays(const BackwardContext& ctx) {
 }  // namespace
 
 Variable bcast(Communicator comm, const Variable& x, int root) {
+  rensa::detail::ForwardEntry entry("mn_bcast", x);
   check_root("mn::functions::bcast", comm, root);
   const bool is_root = comm.rank() == root;
   Array y =
@@ -88,6 +89,7 @@ Variable bcast(Communicator comm, const Variable& x, int root) {
 }
 
 std::vector<Variable> gather(Communicator comm, const Variable& x, int root) {
+  rensa::detail::ForwardEntry entry("mn_gather", x);
   check_root("mn::functions::gather", comm, root);
   std::vector<Array> ys =
       named("mn::functions::gather", [&] { return comm.gather(x.is_null() ? Array() : x.array(), root); });
@@ -101,6 +103,7 @@ std::vector<Variable> gather(Communicator comm, const Variable& x, int root) {
 }
 
 Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root) {
+  rensa::detail::ForwardEntry entry("mn_scatter", std::span<const Variable>(xs));
   check_root("mn::functions::scatter", comm, root);
   const bool is_root = comm.rank() == root;
   Array y = named("mn::functions::scatter",
@@ -121,6 +124,7 @@ Variable scatter(Communicator comm, const std::vector<Variable>& xs, int root) {
 }
 
 std::vector<Variable> allgather(Communicator comm, const Variable& x) {
+  rensa::detail::ForwardEntry entry("mn_allgather", x);
   check_comm("mn::functions::allgather", comm);
   std::vector<Array> ys =
       named("mn::functions::allgather", [&] { return comm.allgather(x.is_null() ? Array() : x.array()); });
@@ -136,6 +140,7 @@ std::vector<Variable> allgather(Communicator comm, const Variable& x) {
 }
 
 std::vector<Variable> alltoall(Communicator comm, const std::vector<Variable>& xs) {
+  rensa::detail::ForwardEntry entry("mn_alltoall", std::span<const Variable>(xs));
   check_comm("mn::functions::alltoall", comm);
   std::vector<Array> ys = named("mn::functions::alltoall", [&] { return comm.alltoall(arrays_of(xs)); });
   std::vector<Variable> inputs = xs;

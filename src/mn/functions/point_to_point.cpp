@@ -79,6 +79,7 @@ Variable dummy() {
 }  // namespace
 
 Variable send(const std::vector<Variable>& xs, Communicator communicator, int rank, int tag) {
+  rensa::detail::ForwardEntry entry("mn_send", std::span<const Variable>(xs));
   check_peer("mn::functions::send", communicator, rank, tag);
   for (std::size_t i = 0; i < xs.size(); ++i) {
     RENSA_CHECK(!xs[i].is_null(), ValueError, "mn::functions::send: x[", i, "] is null");
@@ -122,6 +123,7 @@ Variable send(const Variable& x, Communicator communicator, int rank, int tag) {
 }
 
 std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Variable& delegate_variable, int tag) {
+  rensa::detail::ForwardEntry entry("mn_recv", delegate_variable);
   check_peer("mn::functions::recv", communicator, rank, tag);
   Peer peer{communicator, rank, tag};
   std::vector<Array> ys = recv_message(peer, kData, "mn::functions::recv: ");
@@ -153,6 +155,7 @@ Variable recv(Communicator communicator, int rank, const Variable& delegate_vari
 }
 
 std::vector<Variable> pseudo_connect(const Variable& delegate_variable, const std::vector<Variable>& actual_variables) {
+  rensa::detail::ForwardEntry entry("mn_pseudo_connect", delegate_variable);
   RENSA_CHECK(!delegate_variable.is_null(), ValueError, "mn::functions::pseudo_connect: delegate_variable is null");
   std::vector<Variable> inputs{delegate_variable};
   std::vector<Array> outputs;

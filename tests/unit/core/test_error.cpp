@@ -49,6 +49,7 @@ TEST(Error, EverySubclassKeepsItsTypeWithContext) {
   expect_type_kept<DeviceError>(DeviceError("device"));
   expect_type_kept<ValueError>(ValueError("value"));
   expect_type_kept<IndexError>(IndexError("index"));
+  expect_type_kept<KeyError>(KeyError("key"));
   expect_type_kept<IOError>(IOError("io"));
   expect_type_kept<NotImplementedError>(NotImplementedError("not implemented"));
   expect_type_kept<AssertionError>(AssertionError("assertion"));
