@@ -11,8 +11,15 @@ smoke_expect_outputs(cnn loss.png accuracy.png snapshot_iter_4)
 smoke_run(TRUE "${TRAIN_CNN}" --arch cnn --epoch 2 --limit 256 --batchsize 64 --out cnn --resume cnn/snapshot_iter_4)
 smoke_expect_file(cnn/snapshot_iter_8 "the resumed run did not reach iteration 8")
 
-smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 128 --batchsize 32 --out resnet --bn-population)
+smoke_run(TRUE "${TRAIN_CNN}" --arch resnet --epoch 1 --limit 128 --batchsize 32 --out resnet --bn-population
+          --profile)
 smoke_expect_outputs(resnet loss.png accuracy.png snapshot_iter_4)
+# --profile: the function and link timers' tables (4 training steps of 20 convolutions each, and
+# the evaluation's).
+if(NOT smoke_output MATCHES "FunctionName  ElapsedTime  Occurrence" OR NOT smoke_output MATCHES " convolution_2d +[0-9.]+(sec|ms|us) +[0-9]+"
+   OR NOT smoke_output MATCHES "LinkName  ElapsedTime  Occurrence" OR NOT smoke_output MATCHES " Convolution2D +[0-9.]+")
+  message(FATAL_ERROR "--profile must print the function and link time tables, got: ${smoke_output}")
+endif()
 
 # Large-batch flags: LARS with the scaling rule (lr 1.0 x 64 / 32) and a warm-up before the step
 # decay, resumed mid-schedule; LAMB; bad values named.

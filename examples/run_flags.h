@@ -1,12 +1,13 @@
 #pragma once
 // What every training example does alike about the life of a run: --resume (a snapshot file, or a
 // directory whose newest snapshot is taken; in one process and under mpirun alike), --keep-snapshots,
-// and Ctrl-C or SIGTERM (the step under way finishes, a snapshot is written, a line says how to go
+// --profile (time per function and per link, printed at the end), and Ctrl-C or SIGTERM (the step under way finishes, a snapshot is written, a line says how to go
 // on, and the exit status is 128 + the signal).
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "rensa/training.h"
@@ -19,10 +20,13 @@ namespace run_flags {
 struct Flags {
   std::string resume;
   int keep_snapshots = 3;
+  bool profile = false;
 };
 
-/// Adds --resume and --keep-snapshots.
+/// Adds --resume, --keep-snapshots and --profile.
 inline void add_flags(CLI::App& app, Flags& f) {
+  app.add_flag("--profile", f.profile,
+               "Time every function (forward and backward) and every link, and print the tables at the end (rank 0)");
   app.add_option("-r,--resume", f.resume,
                  "Resume from this snapshot file, or from the newest snapshot in this directory (under mpirun: "
                  "the newest iteration every rank has)")
@@ -86,6 +90,26 @@ class Run {
   /// Runs the trainer. Returns 0, or 128 + the signal when a signal stopped it, having said where
   /// the snapshot is and how to go on from it.
   int run() {
+    rensa::function_hooks::TimerHook function_timer;
+    rensa::link_hooks::TimerHook link_timer;
+    std::optional<rensa::FunctionHookScope> function_scope;
+    std::optional<rensa::LinkHookScope> link_scope;
+    if (flags_.profile) {
+      function_scope.emplace(function_timer);
+      link_scope.emplace(link_timer);
+    }
+    struct Report {  // printed however the run ends
+      const Run& run;
+      const rensa::function_hooks::TimerHook& functions;
+      const rensa::link_hooks::TimerHook& links;
+      ~Report() {
+        if (!run.flags_.profile || !run.speaks()) return;
+        std::cout << "\n" << run.program_ << ": time per function (forward and backward, nested calls included)\n";
+        functions.print_report(std::cout);
+        std::cout << "\n" << run.program_ << ": time per link (forward)\n";
+        links.print_report(std::cout);
+      }
+    } report{*this, function_timer, link_timer};
     try {
       trainer_.run();
       return 0;
@@ -109,11 +133,15 @@ class Run {
     trainer_.extend(rensa::extensions::stop_on_signal(snapshot_));
   }
 
-  void say(const std::string& line) const {
+  bool speaks() const {
 #ifdef RENSA_WITH_MN
-    if (comm_.valid() && comm_.rank() != 0) return;
+    if (comm_.valid() && comm_.rank() != 0) return false;
 #endif
-    std::cout << program_ << ": " << line << std::endl;
+    return true;
+  }
+
+  void say(const std::string& line) const {
+    if (speaks()) std::cout << program_ << ": " << line << std::endl;
   }
 
   std::string program_;

@@ -6,6 +6,7 @@
 #include "rensa/core/array.h"
 #include "rensa/core/backend.h"
 #include "rensa/core/backward.h"
+#include "rensa/core/computational_graph.h"
 #include "rensa/core/config.h"
 #include "rensa/core/cpu_features.h"
 #include "rensa/core/device.h"

@@ -16,7 +16,6 @@ namespace detail {
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   data_ = device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_)
                                                       : get_backend(device).allocate(nbytes);
-  note_allocated(nbytes);
   if (memory_tracking_on()) [[unlikely]] tracked_ = track_allocated(nbytes);
 }
 Storage::~Storage() {

@@ -39,7 +39,8 @@ class Engine {
   Engine(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs, bool retain_graph,
          bool double_backprop, bool retain_grad)
       : retain_graph_(retain_graph), double_backprop_(double_backprop), retain_grad_(retain_grad),
-        epoch_(g_epoch.fetch_add(1, std::memory_order_relaxed) + 1) {
+        epoch_(g_epoch.fetch_add(1, std::memory_order_relaxed) + 1),
+        observed_(detail::forward_observed() || config().debug) {
     RENSA_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError, "backward: ",
                 outputs.size(), " outputs but ", grad_outputs.size(), " gradients");
     for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -265,7 +266,7 @@ class Engine {
       }
       ConfigGuard guard = double_backprop_ ? force_backprop_mode() : no_backprop_mode();
       BackwardContext ctx(gys, targets, f->retained_outputs(), outs);
-      if (detail::forward_observed() || config().debug) [[unlikely]] {
+      if (observed_) [[unlikely]] {
         gxs = observed_backward(*f, ctx, gys);
       } else {
         gxs = f->backward(ctx);
@@ -319,6 +320,7 @@ class Engine {
   };
   bool retain_graph_, double_backprop_, retain_grad_;
   uint64_t epoch_;
+  bool observed_;  // hooks or debug mode, read once per backward
   std::vector<Seed> seeds_;
   std::vector<std::shared_ptr<VariableNode>> touched_;
   std::vector<VariableNode*> capture_nodes_;

@@ -45,9 +45,10 @@ ConfigGuard using_config(std::string_view key, ConfigValue value) {
   else if (key == "seed") cfg.seed = static_cast<uint64_t>(value_as<int64_t>(key, value));
   else if (key == "deterministic") cfg.deterministic = value_as<bool>(key, value);
   else if (key == "debug") cfg.debug = value_as<bool>(key, value);
+  else if (key == "keep_graph_on_report") cfg.keep_graph_on_report = value_as<bool>(key, value);
   else {
     RENSA_THROW(ValueError, "using_config: unknown key '", key,
-                "'; valid: train, enable_backprop, dtype, device, seed, deterministic, debug");
+                "'; valid: train, enable_backprop, dtype, device, seed, deterministic, debug, keep_graph_on_report");
   }
   return ConfigGuard(cfg);
 }

@@ -48,9 +48,9 @@ FunctionHookScope::FunctionHookScope(FunctionHook& hook) : hook_(&hook) {
     RENSA_CHECK(h->name() != name, KeyError, "FunctionHookScope: a hook named '", name,
                 "' is already installed on this thread");
   }
+  hook.added();
   t.hooks.push_back(hook_);
   detail::g_forward_observers.fetch_add(1, std::memory_order_relaxed);
-  hook.added();
 }
 
 FunctionHookScope::~FunctionHookScope() {

@@ -22,9 +22,8 @@ void ArrayMemoryTracking::reset_peak() { g_peak.store(g_live.load()); }
 
 namespace detail {
 
-void note_allocated(uint64_t nbytes) noexcept { tls_allocated += nbytes; }
-
 bool track_allocated(uint64_t nbytes) noexcept {
+  tls_allocated += nbytes;
   const uint64_t now = g_live.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
   uint64_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {

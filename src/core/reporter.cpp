@@ -1,6 +1,7 @@
 // The reporter: observations of the current iteration, collected per thread.
 #include "rensa/core/reporter.h"
 
+#include "rensa/core/config.h"
 #include "rensa/core/error.h"
 
 namespace rensa {
@@ -15,27 +16,31 @@ void Reporter::add_observer(const std::string& name, const Link* observer) {
   observer_names_[observer] = name;
 }
 
+std::string Reporter::prefix_of(const Link* observer) const {
+  if (observer == nullptr) return "";
+  auto it = observer_names_.find(observer);
+  RENSA_CHECK(it != observer_names_.end(), ValueError,
+              "report: the observer is not registered with the reporter (add_observer)");
+  return it->second + "/";
+}
+
 void Reporter::report(const Observation& values, const Link* observer) {
   if (observation_ == nullptr) return;
-  std::string prefix;
-  if (observer != nullptr) {
-    auto it = observer_names_.find(observer);
-    RENSA_CHECK(it != observer_names_.end(), ValueError,
-                "report: the observer is not registered with the reporter (add_observer)");
-    prefix = it->second + "/";
-  }
+  const std::string prefix = prefix_of(observer);
   for (const auto& [k, v] : values) (*observation_)[prefix + k] = v;
 }
 
-Reporter::Scope::Scope(Reporter& reporter, Observation& observation)
-    : prev_reporter_(tls_reporter), prev_observation_(reporter.observation_) {
+Reporter::Scope::Scope(Reporter& reporter, Observation& observation, ObservedVariables* variables)
+    : prev_reporter_(tls_reporter), prev_observation_(reporter.observation_), prev_variables_(reporter.variables_) {
   tls_reporter = &reporter;
   reporter.observation_ = &observation;
+  reporter.variables_ = variables;
   tls_observation = &observation;
 }
 
 Reporter::Scope::~Scope() {
   tls_reporter->observation_ = prev_observation_;
+  tls_reporter->variables_ = prev_variables_;
   tls_reporter = prev_reporter_;
   tls_observation = prev_reporter_ ? prev_reporter_->observation_ : nullptr;
 }
@@ -50,6 +55,9 @@ void report(const std::string& key, const Variable& value, const Link* observer)
   RENSA_CHECK(!value.is_null() && value.size() == 1, ShapeError, "report: '", key,
               "' must have one element, got shape ", value.is_null() ? Shape{} : value.shape());
   report(Observation{{key, value.array().item<double>()}}, observer);
+  if (tls_reporter->variables_ != nullptr && tls_reporter->observation_ != nullptr && config().keep_graph_on_report) {
+    (*tls_reporter->variables_)[tls_reporter->prefix_of(observer) + key] = value;
+  }
 }
 
 void Summary::add(const Observation& obs) {

@@ -8,6 +8,10 @@
 
 namespace rensa::extensions {
 namespace {
+// Debug mode checks every function's outputs and gradients, so it finds the first NaN's function.
+constexpr const char* kHowToFind =
+    " (to find the function that first produced a NaN, run with debug mode on: "
+    "rensa::global_config().debug = true, or using_config(\"debug\", true))";
 
 // The first non-finite element of a floating array, as a double; nullopt when all are finite.
 std::optional<double> first_non_finite(const Array& a) {
@@ -32,14 +36,14 @@ void FailOnNonNumber::operator()(training::Trainer& trainer) {
     for (const auto& [path, param] : optimizer->target()->namedparams(false)) {
       if (auto bad = first_non_finite(param.array())) {
         RENSA_THROW(Error, "FailOnNonNumber: parameter '", path, "' of optimizer '", name, "' holds ", *bad,
-                    " at iteration ", trainer.updater().iteration(), "; training diverged");
+                    " at iteration ", trainer.updater().iteration(), "; training diverged", kHowToFind);
       }
       if (!check_grad_) continue;
       const Variable grad = param.grad();
       if (grad.is_null()) continue;
       if (auto bad = first_non_finite(grad.array())) {
         RENSA_THROW(Error, "FailOnNonNumber: the gradient of parameter '", path, "' of optimizer '", name, "' holds ",
-                    *bad, " at iteration ", trainer.updater().iteration(), "; training diverged");
+                    *bad, " at iteration ", trainer.updater().iteration(), "; training diverged", kHowToFind);
       }
     }
   }

@@ -44,6 +44,7 @@ std::string ElapsedTable::summary_json() const {
     entries.push_back({{"name", name},
                        {"elapsed_time", e.elapsed_time},
                        {"occurrence", e.occurrence},
+                       {"mean_time", e.occurrence ? e.elapsed_time / static_cast<double>(e.occurrence) : 0.0},
                        {"forward_time", e.forward_time},
                        {"forward_occurrence", e.forward_occurrence},
                        {"backward_time", e.backward_time},

@@ -20,7 +20,7 @@ Variable Convolution2D::forward(const Variable& x) {
   o.pad = options_.pad;
   o.dilate = options_.dilate;
   o.groups = options_.groups;
-  return functions::convolution_2d(mixed_cast(x), mixed_cast(W_), mixed_cast(b_), o);
+  return functions::convolution_2d(mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), o);
 }
 
 Deconvolution2D::Deconvolution2D(int64_t in_channels, int64_t out_channels, functions::Int2 ksize,
@@ -37,7 +37,7 @@ Variable Deconvolution2D::forward(const Variable& x) {
   o.dilate = options_.dilate;
   o.groups = options_.groups;
   o.outsize = options_.outsize;
-  return functions::deconvolution_2d(mixed_cast(x), mixed_cast(W_), mixed_cast(b_), o);
+  return functions::deconvolution_2d(mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), o);
 }
 
 }  // namespace rensa::links

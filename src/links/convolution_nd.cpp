@@ -34,7 +34,7 @@ ConvolutionND::ConvolutionND(const char* name, int64_t ndim, int64_t in_channels
 Variable ConvolutionND::forward(const Variable& x) {
   prepare(x);
   return functions::convolution_nd(
-      mixed_cast(x), mixed_cast(W_), mixed_cast(b_), {options_.stride, options_.pad, options_.cover_all, options_.dilate, options_.groups});
+      mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), {options_.stride, options_.pad, options_.cover_all, options_.dilate, options_.groups});
 }
 
 Convolution1D::Convolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
@@ -58,7 +58,7 @@ DeconvolutionND::DeconvolutionND(const char* name, int64_t ndim, int64_t in_chan
 Variable DeconvolutionND::forward(const Variable& x) {
   prepare(x);
   return functions::deconvolution_nd(
-      mixed_cast(x), mixed_cast(W_), mixed_cast(b_), {options_.stride, options_.pad, options_.outsize, options_.dilate, options_.groups});
+      mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), {options_.stride, options_.pad, options_.outsize, options_.dilate, options_.groups});
 }
 
 Deconvolution1D::Deconvolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,

@@ -30,7 +30,7 @@ EmbedID::EmbedID(int64_t in_size, int64_t out_size, EmbedIDOptions options)
 Variable EmbedID::forward(const Variable& x) {
   RENSA_CHECK(!x.is_null(), ValueError, "EmbedID: x is null");
   // Under a mixed policy the selected rows are cast, not the table (the same values, less work).
-  return mixed_cast(functions::embed_id(x.array(), W_, ignore_label_));
+  return mixed_cast(functions::embed_id(x.array(), param_in_forward(W_), ignore_label_));
 }
 
 }  // namespace rensa::links

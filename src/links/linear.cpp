@@ -58,7 +58,7 @@ Variable Linear::forward(const Variable& x) {
   ensure_initialized(x);
   // Under a mixed policy W and b stay float32: linear's mixed form rounds W for the product and
   // accumulates their gradients in float32 (no 16-bit gradient to cast back).
-  return functions::linear(mixed_cast(x), W_, b_);
+  return functions::linear(mixed_cast(x), param_in_forward(W_), b_);
 }
 
 }  // namespace rensa::links

@@ -100,6 +100,44 @@ Variable Link::param(const std::string& name) const {
   return it->second;
 }
 
+void Link::remove_param(const std::string& name) {
+  auto it = find_name(params_, name);
+  RENSA_CHECK(it != params_.end(), ValueError, "Link::remove_param: no parameter '", name, "'");
+  params_.erase(it);
+  std::erase_if(lazy_dtypes_, [&](const auto& e) { return e.first == name; });
+}
+
+void Link::remove_persistent(const std::string& name) {
+  auto it = find_name(persistents_, name);
+  RENSA_CHECK(it != persistents_.end(), ValueError, "Link::remove_persistent: no persistent value '", name, "'");
+  persistents_.erase(it);
+}
+
+void Link::set_param_transform(const std::string& name, std::function<Variable(const Variable&)> transform) {
+  RENSA_CHECK(find_name(params_, name) != params_.end(), ValueError, "Link::set_param_transform: no parameter '",
+              name, "'");
+  std::erase_if(param_transforms_, [&](const auto& t) { return t.name == name; });
+  if (transform) param_transforms_.push_back({name, std::move(transform)});
+}
+
+bool Link::param_transform_applied(const std::string& name) const {
+  for (const auto& t : param_transforms_) {
+    if (t.name == name) return t.applied;
+  }
+  return false;
+}
+
+Variable Link::apply_param_transform(const Variable& p) const {
+  for (const auto& t : param_transforms_) {
+    auto it = find_name(params_, t.name);
+    if (it != params_.end() && it->second.is(p)) {
+      t.applied = true;
+      return t.fn(p);
+    }
+  }
+  return p;
+}
+
 void Link::collect_params(const std::string& prefix, bool include_uninit,
                          std::vector<std::pair<std::string, Variable>>& out) const {
   for (const auto& [name, v] : params_) {

@@ -25,9 +25,9 @@ LinkHookScope::LinkHookScope(LinkHook& hook) : hook_(&hook) {
     RENSA_CHECK(h->name() != name, KeyError, "LinkHookScope: a hook named '", name,
                 "' is already installed on this thread");
   }
+  hook.added(nullptr);  // first: a hook that refuses a scope (SpectralNormalization) leaves nothing installed
   hooks.push_back(hook_);
   detail::g_link_observers.fetch_add(1, std::memory_order_relaxed);
-  hook.added(nullptr);
 }
 
 LinkHookScope::~LinkHookScope() {
@@ -45,8 +45,8 @@ Link& Link::add_hook(std::shared_ptr<LinkHook> hook, std::string name) {
     RENSA_CHECK(n != name, KeyError, "Link::add_hook: a hook named '", name, "' is already on this ",
                 detail::short_class_name(typeid(*this)));
   }
-  local_hooks_.emplace_back(name, hook);
   hook->added(this);
+  local_hooks_.emplace_back(name, hook);
   return *this;
 }
 

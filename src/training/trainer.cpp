@@ -108,7 +108,8 @@ void Trainer::run() {
     }
     while (!stop_trigger_(*this)) {
       observation_.clear();
-      Reporter::Scope scope(reporter_, observation_);
+      observed_variables_.clear();
+      Reporter::Scope scope(reporter_, observation_, &observed_variables_);
       updater_->update();
       for (Entry* e : order) {
         if (e->trigger(*this)) (*e->extension)(*this);

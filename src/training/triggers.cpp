@@ -116,6 +116,37 @@ void ManualScheduleTrigger::serialize(serializers::Serializer& s) {
   s.scalar("finished", finished_);
 }
 
+// --- OnceTrigger, TimeTrigger -----------------------------------------------------------------
+
+bool OnceTrigger::operator()(Trainer&) {
+  const bool fire = !finished();
+  first_ = false;
+  resumed_ = false;
+  return fire;
+}
+
+void OnceTrigger::serialize(serializers::Serializer& s) {
+  if (s.is_loading() && !s.contains("_flag_first")) {
+    first_ = false;
+    return;
+  }
+  s.scalar("_flag_first", first_);
+}
+
+TimeTrigger::TimeTrigger(double period) : period_(period), next_time_(period) {
+  RENSA_CHECK(period > 0, ValueError, "TimeTrigger: period must be positive seconds, got ", period);
+}
+
+bool TimeTrigger::operator()(Trainer& trainer) {
+  if (next_time_ < trainer.elapsed_time()) {
+    next_time_ += period_;
+    return true;
+  }
+  return false;
+}
+
+void TimeTrigger::serialize(serializers::Serializer& s) { s.scalar("next_time", next_time_); }
+
 // --- BestValueTrigger --------------------------------------------------------------------------
 
 BestValueTrigger::BestValueTrigger(std::string key, std::function<bool(double, double)> better, Trigger check_trigger)

@@ -28,8 +28,12 @@ struct Config {
   uint64_t seed = 0;
   /// Prefer deterministic algorithms where a choice exists.
   bool deterministic = false;
-  /// Extra checks (NaN checks and the like) for debugging.
+  /// Debug mode: every function's outputs and gradients are checked for NaN, and the first one
+  /// throws naming the function and where it was applied (docs/profiling.md).
   bool debug = false;
+  /// A Variable reported with report(key, variable) is kept with its graph (Trainer::
+  /// observed_variables) instead of only its value, for extensions that read the graph (DumpGraph).
+  bool keep_graph_on_report = false;
 };
 
 /// The settings in force on the calling thread: the innermost guard's, or the process defaults.
@@ -61,7 +65,8 @@ class [[nodiscard]] ConfigGuard {
   const Config* prev_;
 };
 
-/// Sets `key` ("train", "enable_backprop", "dtype", "device", "seed", "deterministic", "debug")
+/// Sets `key` ("train", "enable_backprop", "dtype", "device", "seed", "deterministic", "debug",
+/// "keep_graph_on_report")
 /// for the calling thread until the guard dies. ValueError for an unknown key (valid keys listed)
 /// or a value of the wrong kind.
 ConfigGuard using_config(std::string_view key, ConfigValue value);

@@ -9,7 +9,7 @@
 
 namespace rensa {
 
-/// Bytes of array storage the calling thread has allocated since it started (all devices;
+/// Bytes of array storage the calling thread has allocated while tracking was on (all devices;
 /// small arrays stored inline count their size).
 uint64_t thread_allocated_bytes();
 
@@ -33,9 +33,8 @@ class [[nodiscard]] ArrayMemoryTracking {
 namespace detail {
 extern std::atomic<int> g_memory_tracking;
 inline bool memory_tracking_on() { return g_memory_tracking.load(std::memory_order_relaxed) != 0; }
-/// Called by Storage: counts an allocation for the thread; track_allocated returns whether the
-/// array is tracked (its free must then call track_freed).
-void note_allocated(uint64_t nbytes) noexcept;
+/// Called by Storage while tracking is on: counts an allocation (for the thread too) and returns
+/// true (the array is tracked: its free must call track_freed).
 bool track_allocated(uint64_t nbytes) noexcept;
 void track_freed(uint64_t nbytes) noexcept;
 }  // namespace detail

@@ -20,6 +20,8 @@ class Link;
 
 /// Named scalar values, e.g. {"main/loss": 0.3}.
 using Observation = std::map<std::string, double>;
+/// Reported variables kept with their graphs (under Config::keep_graph_on_report), by key.
+using ObservedVariables = std::map<std::string, Variable>;
 
 /// Maps observers (links) to name prefixes and collects observations.
 class Reporter {
@@ -30,10 +32,11 @@ class Reporter {
   /// Records values; keys are prefixed with the observer's name when an observer is given
   /// (ValueError for an observer that was never registered). No effect outside a Scope.
   void report(const Observation& values, const Link* observer = nullptr);
-  /// Makes `observation` the target of reports on this thread until the guard dies.
+  /// Makes `observation` the target of reports on this thread until the guard dies; with
+  /// `variables`, Variables reported under Config::keep_graph_on_report are kept there too.
   class Scope {
    public:
-    Scope(Reporter& reporter, Observation& observation);
+    Scope(Reporter& reporter, Observation& observation, ObservedVariables* variables = nullptr);
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
@@ -41,18 +44,23 @@ class Reporter {
    private:
     Reporter* prev_reporter_;
     Observation* prev_observation_;
+    ObservedVariables* prev_variables_;
   };
 
  private:
+  std::string prefix_of(const Link* observer) const;
   std::map<const Link*, std::string> observer_names_;
   Observation* observation_ = nullptr;
+  ObservedVariables* variables_ = nullptr;
   friend class Scope;
   friend void report(const Observation&, const Link*);
+  friend void report(const std::string&, const Variable&, const Link*);
 };
 
 /// Reports to the current reporter of this thread (no effect when there is none).
 void report(const Observation& values, const Link* observer = nullptr);
-/// Convenience: report one Variable's value; ShapeError unless it has one element.
+/// Convenience: report one Variable's value; ShapeError unless it has one element. Under
+/// Config::keep_graph_on_report the Variable itself is kept as well (Trainer::observed_variables).
 void report(const std::string& key, const Variable& value, const Link* observer = nullptr);
 
 /// Running means of observations over an interval (each value weighs 1; see

@@ -41,7 +41,8 @@ class ElapsedTable {
   /// header. `unit`: sec, ms, us, ns, auto (the largest entry's unit for all) or auto_foreach.
   /// ValueError for another unit.
   void print_report(std::ostream& os, std::string_view unit, std::string_view first_column) const;
-  /// {"total_time": s, "entries": [{"name", "elapsed_time", "occurrence", "forward_time", ...}]}.
+  /// {"total_time": s, "entries": [{"name", "elapsed_time", "occurrence", "mean_time",
+  /// "forward_time", ...}]}.
   std::string summary_json() const;
   void clear();
 
@@ -79,7 +80,8 @@ class TimerHook : public FunctionHook {
   /// print_report to standard output.
   void print_report() const;
   /// The summary as JSON, with forward and backward split: {"total_time": ..., "entries": [{"name":
-  /// "linear", "elapsed_time": ..., "occurrence": ..., "forward_time": ..., ...}, ...]}.
+  /// "linear", "elapsed_time": ..., "occurrence": ..., "mean_time": ..., "forward_time": ...,
+  /// "forward_occurrence": ..., "backward_time": ..., "backward_occurrence": ...}, ...]}.
   std::string summary_json() const { return table_.summary_json(); }
   /// Forgets what was measured.
   void clear() { table_.clear(); }

@@ -93,6 +93,20 @@ class Link {
   Array& persistent(const std::string& name);
   /// The parameter `name` of this link (not of children); ValueError if absent.
   Variable param(const std::string& name) const;
+  /// Unregisters parameter or persistent value `name` (Chainer's delattr; used by link hooks that
+  /// registered their own). ValueError if absent. An optimizer set up before keeps its handle.
+  void remove_param(const std::string& name);
+  void remove_persistent(const std::string& name);
+
+  /// Makes this link's forward read parameter `name` as `transform(parameter)` until cleared with a
+  /// null transform: how SpectralNormalization and WeightStandardization substitute the normalized
+  /// weight for one call (Chainer's hooks setattr it). Honoured by the links that read their weight
+  /// through param_in_forward (Linear, Convolution2D, Deconvolution2D, ConvolutionND,
+  /// DeconvolutionND, EmbedID); param_transform_applied() tells whether the last forward did.
+  /// ValueError for an unknown parameter.
+  void set_param_transform(const std::string& name, std::function<Variable(const Variable&)> transform);
+  /// Whether a forward applied the transform of parameter `name` since it was set.
+  bool param_transform_applied(const std::string& name) const;
 
   /// Parameters of this link and all descendants with their paths ("/W", "/l1/W"), in
   /// registration order, depth first. Uninitialized parameters are included unless
@@ -169,6 +183,12 @@ class Link {
   /// Device new parameters should be created on.
   Device device_ = Device::cpu();
 
+  /// Parameter `p` as this forward should use it: p, or the transform a link hook set for it.
+  Variable param_in_forward(const Variable& p) const {
+    if (param_transforms_.empty()) [[likely]] return p;
+    return apply_param_transform(p);
+  }
+
   /// Runs `f` (the forward on `args`) between the link hooks' forward_preprocess and
   /// forward_postprocess; a link with its own call operator calls its forward through it.
   template <class F>
@@ -193,6 +213,13 @@ class Link {
   }
 
   std::vector<std::pair<std::string, Array>> persistents_;
+  Variable apply_param_transform(const Variable& p) const;
+  struct ParamTransform {
+    std::string name;
+    std::function<Variable(const Variable&)> fn;
+    mutable bool applied = false;
+  };
+  std::vector<ParamTransform> param_transforms_;
   std::vector<std::pair<std::string, std::shared_ptr<LinkHook>>> local_hooks_;
   std::string name_;
 };

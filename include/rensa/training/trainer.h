@@ -92,6 +92,9 @@ class Trainer {
   /// The observations of the current iteration (every report made during it).
   const Observation& observation() const { return observation_; }
   Observation& observation() { return observation_; }
+  /// The Variables of the current iteration reported while Config::keep_graph_on_report was on,
+  /// with their graphs (DumpGraph, unchain_variables read them).
+  const ObservedVariables& observed_variables() const { return observed_variables_; }
   /// The output directory.
   const std::string& out() const { return out_; }
   /// Seconds of training, including the time before the snapshot this run resumed from. Frozen
@@ -117,6 +120,7 @@ class Trainer {
   std::string out_;
   Reporter reporter_;
   Observation observation_;
+  ObservedVariables observed_variables_;
   std::vector<Entry> extensions_;
   bool running_ = false;
   bool done_ = false;

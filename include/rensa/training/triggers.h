@@ -150,6 +150,36 @@ class ManualScheduleTrigger : public TriggerBase {
   bool finished_ = false;
 };
 
+/// Fires once: at the first iteration (Chainer's OnceTrigger). With `call_on_resume` it fires
+/// again at the first iteration after the trainer resumes from a snapshot.
+class OnceTrigger : public TriggerBase {
+ public:
+  explicit OnceTrigger(bool call_on_resume = false) : resumed_(call_on_resume) {}
+  bool operator()(Trainer& trainer) override;
+  /// Saves whether it has fired; a snapshot without the flag (the trigger was added later) loads as
+  /// "has fired", as Chainer's (which warns).
+  void serialize(serializers::Serializer& s) override;
+  bool finished() const override { return !(first_ || resumed_); }
+
+ private:
+  bool first_ = true;
+  bool resumed_;
+};
+
+/// Fires at the first iteration after every `period` seconds of the trainer's elapsed time
+/// (Chainer's TimeTrigger): when elapsed_time passes the next multiple of the period.
+class TimeTrigger : public TriggerBase {
+ public:
+  /// ValueError unless period > 0.
+  explicit TimeTrigger(double period);
+  bool operator()(Trainer& trainer) override;
+  void serialize(serializers::Serializer& s) override;
+
+ private:
+  double period_;
+  double next_time_;
+};
+
 /// Fires when the mean of observation `key` over each interval of `check_trigger` is the best so
 /// far (Chainer's BestValueTrigger): the base of MinValueTrigger and MaxValueTrigger.
 class BestValueTrigger : public TriggerBase {

@@ -321,7 +321,7 @@ TEST(FailOnNonNumber, NamesTheParameter) {
       },
       "poison", {1, "iteration"}, rensa::training::kPriorityWriter);
   rensa::test::expect_error<rensa::Error>([&] { trainer.run(); },
-                                          {"FailOnNonNumber", "'/b'", "'main'", "nan", "iteration 2"});
+                                          {"FailOnNonNumber", "'/b'", "'main'", "nan", "iteration 2", "debug mode"});
 
   linear.b().array().fill(0.0);
   linear.W().set_grad(rensa::Variable(rensa::Array::full({3, 2}, std::numeric_limits<double>::infinity())));

@@ -212,6 +212,7 @@ TEST(TimerHook, CountsCallsAndSplitsForwardFromBackward) {
   EXPECT_NE(report.find("sec           6"), std::string::npos) << report;
   expect_error<ValueError>([&] { timer.print_report(os, "hours"); }, {"TimerHook::print_report", "hours", "ms"});
   EXPECT_NE(timer.summary_json().find("\"name\":\"relu\",\"elapsed_time\""), std::string::npos);
+  EXPECT_NE(timer.summary_json().find("\"occurrence\":6,\"mean_time\""), std::string::npos);
   timer.clear();
   EXPECT_TRUE(timer.summary().empty());
 }
