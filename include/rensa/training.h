@@ -33,6 +33,7 @@
 #include "rensa/extensions/snapshot.h"
 #include "rensa/extensions/stop_on_signal.h"
 #include "rensa/extensions/value_observation.h"
+#include "rensa/extensions/variable_statistics_plot.h"
 #include "rensa/iterators/iterator.h"
 #include "rensa/iterators/multithread_iterator.h"
 #include "rensa/iterators/order_sampler.h"

@@ -405,12 +405,6 @@ void Array::fill(double value) const {
   RENSA_KERNEL(device(), fill, "Array::fill")(*this, value);
 }
 
-double Array::element_as_double(int64_t flat_offset) const {
-  return dispatch(dtype_, [&]<class T>() -> double {
-    return static_cast<double>(static_cast<compute_t<T>>(static_cast<const T*>(storage_->data())[flat_offset]));
-  });
-}
-
 // ---- comparison --------------------------------------------------------------------------------
 
 bool array_equal(const Array& a, const Array& b) {

@@ -60,18 +60,4 @@ void report(const std::string& key, const Variable& value, const Link* observer)
   }
 }
 
-void Summary::add(const Observation& obs) {
-  for (const auto& [k, v] : obs) {
-    auto& [sum, n] = sums_[k];
-    sum += v;
-    ++n;
-  }
-}
-
-Observation Summary::mean() const {
-  Observation out;
-  for (const auto& [k, sn] : sums_) out[k] = sn.first / static_cast<double>(sn.second);
-  return out;
-}
-
 }  // namespace rensa

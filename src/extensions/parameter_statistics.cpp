@@ -6,37 +6,14 @@
 #include "rensa/core/error.h"
 #include "rensa/links/link.h"
 #include "rensa/training/trainer.h"
+#include "src/extensions/statistics.h"
 
 namespace rensa::extensions {
 
-namespace {
-
-double mean_of(const std::vector<double>& x) {
-  double s = 0;
-  for (double v : x) s += v;
-  return s / static_cast<double>(x.size());
-}
-
-// NumPy's percentile with linear interpolation, of sorted values.
-double percentile_of_sorted(const std::vector<double>& sorted, double q) {
-  const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
-}
-
-}  // namespace
-
 std::map<std::string, StatisticFunction> ParameterStatistics::default_statistics() {
   return {
-      {"mean", [](const std::vector<double>& x) { return std::vector<double>{mean_of(x)}; }},
-      {"std",
-       [](const std::vector<double>& x) {
-         const double m = mean_of(x);
-         double s = 0;
-         for (double v : x) s += (v - m) * (v - m);
-         return std::vector<double>{std::sqrt(s / static_cast<double>(x.size()))};
-       }},
+      {"mean", [](const std::vector<double>& x) { return std::vector<double>{detail::mean_of(x)}; }},
+      {"std", [](const std::vector<double>& x) { return std::vector<double>{detail::std_of(x)}; }},
       {"min", [](const std::vector<double>& x) { return std::vector<double>{*std::min_element(x.begin(), x.end())}; }},
       {"max", [](const std::vector<double>& x) { return std::vector<double>{*std::max_element(x.begin(), x.end())}; }},
       {"zeros",
@@ -45,11 +22,7 @@ std::map<std::string, StatisticFunction> ParameterStatistics::default_statistics
        }},
       {"percentile",
        [](const std::vector<double>& x) {
-         std::vector<double> sorted = x;
-         std::sort(sorted.begin(), sorted.end());
-         std::vector<double> out;
-         for (double q : {0.13, 2.28, 15.87, 50.0, 84.13, 97.72, 99.87}) out.push_back(percentile_of_sorted(sorted, q));
-         return out;
+         return detail::percentiles(x, {0.13, 2.28, 15.87, 50.0, 84.13, 97.72, 99.87});
        }},
   };
 }

@@ -1,17 +1,7 @@
 #include "rensa/extensions/plot_report.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,44 +9,10 @@
 #include "rensa/core/error.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/training/trainer.h"
+#include "src/extensions/gnuplot.h"
 
 namespace rensa::extensions {
 namespace {
-
-// Beside the plot `path`, the names of its temporary files (the image is renamed over the plot).
-const char* const kTempSuffixes[] = {".data", ".gp", ".tmp"};
-
-// A file that exists only for the duration of one plot; removed on destruction. Named as atomic
-// writes name theirs, so a run killed while plotting leaves nothing that a later run keeps.
-class TempFile {
- public:
-  explicit TempFile(const std::string& path)
-      : path_(serializers::create_temporary_beside(path, "PlotReport")) {}
-  ~TempFile() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
-  void release() { path_.clear(); }
-
- private:
-  std::string path_;
-};
-
-// A single-quoted gnuplot string ('' stands for ').
-std::string gp_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
-// A single-quoted shell word.
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 int point_type(const std::string& marker) {
   if (marker == "+") return 1;
@@ -66,13 +22,6 @@ int point_type(const std::string& marker) {
   if (marker == "o") return 6;
   if (marker == "^") return 8;
   return 2;
-}
-
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace
@@ -93,21 +42,8 @@ PlotReport::PlotReport(std::vector<std::string> y_keys, std::string x_key, train
 }
 
 bool PlotReport::available() {
-  if (available_.has_value()) return *available_;
-  bool found = false;
-  if (gnuplot_.find('/') != std::string::npos) {
-    found = ::access(gnuplot_.c_str(), X_OK) == 0;
-  } else if (const char* path = std::getenv("PATH")) {
-    std::stringstream dirs(path);
-    std::string dir;
-    while (!found && std::getline(dirs, dir, ':')) {
-      if (dir.empty()) dir = ".";
-      const std::string candidate = (std::filesystem::path(dir) / gnuplot_).string();
-      found = ::access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate);
-    }
-  }
-  available_ = found;
-  return found;
+  if (!available_.has_value()) available_ = detail::gnuplot_found(gnuplot_);
+  return *available_;
 }
 
 void PlotReport::warn_once(const std::string& message) {
@@ -117,14 +53,7 @@ void PlotReport::warn_once(const std::string& message) {
 }
 
 void PlotReport::initialize(training::Trainer& trainer) {
-  const std::filesystem::path target = std::filesystem::path(trainer.out()) / file_name_;
-  const std::string stem = target.filename().string();
-  serializers::remove_stale_temporaries(target.parent_path().string(), [&](std::string_view f) {
-    for (const char* suffix : kTempSuffixes) {
-      if (f == stem + suffix) return true;
-    }
-    return false;
-  });
+  detail::remove_plot_temporaries(std::filesystem::path(trainer.out()) / file_name_, "PlotReport");
 }
 
 void PlotReport::operator()(training::Trainer& trainer) {
@@ -155,68 +84,40 @@ void PlotReport::operator()(training::Trainer& trainer) {
 }
 
 void PlotReport::plot(const std::string& path) {
-  TempFile data_file(path + kTempSuffixes[0]);
-  TempFile script_file(path + kTempSuffixes[1]);
-  TempFile png_file(path + kTempSuffixes[2]);
-
-  std::vector<std::string> plots;
-  {
-    std::ofstream data(data_file.path());
-    data.precision(17);
-    int index = 0;
-    for (const std::string& k : y_keys_) {
-      int points = 0;
-      for (const auto& [x, y] : data_.at(k)) {
-        if (!std::isfinite(x) || !std::isfinite(y)) continue;
-        data << x << ' ' << y << '\n';
-        ++points;
-      }
-      if (points == 0) continue;
-      data << "\n\n";
-      plots.push_back(gp_quote(data_file.path()) + " index " + std::to_string(index++) +
-                      " using 1:2 with linespoints pointtype " + std::to_string(point_type(marker_)) + " title " +
-                      gp_quote(k));
+  std::ostringstream data;
+  data.precision(17);
+  std::vector<std::pair<int, std::string>> series;  // (data index, title)
+  for (const std::string& k : y_keys_) {
+    int points = 0;
+    for (const auto& [x, y] : data_.at(k)) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      data << x << ' ' << y << '\n';
+      ++points;
     }
-    RENSA_CHECK(data.good(), IOError, "PlotReport: cannot write '", data_file.path(), "'");
+    if (points == 0) continue;
+    data << "\n\n";
+    series.emplace_back(static_cast<int>(series.size()), k);
   }
-  if (plots.empty()) return;
-  {
-    std::ofstream script(script_file.path());
+  if (series.empty()) return;
+  const auto error = detail::draw_png(gnuplot_, path, "PlotReport", data.str(), [&](const std::string& data_path,
+                                                                                    const std::string& png_path) {
+    std::ostringstream script;
     script << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) { set terminal pngcairo size 800,600 } "
               "else { set terminal png size 800,600 }\n"
            << "set termoption noenhanced\n"
-           << "set output " << gp_quote(png_file.path()) << "\n"
-           << "set xlabel " << gp_quote(x_key_) << "\n"
+           << "set output " << detail::gp_quote(png_path) << "\n"
+           << "set xlabel " << detail::gp_quote(x_key_) << "\n"
            << "set key below\n";
     if (grid_) script << "set grid\n";
     script << "plot ";
-    for (std::size_t i = 0; i < plots.size(); ++i) script << (i ? ", " : "") << plots[i];
+    for (const auto& [index, title] : series) {
+      script << (index ? ", " : "") << detail::gp_quote(data_path) << " index " << index
+             << " using 1:2 with linespoints pointtype " << point_type(marker_) << " title " << detail::gp_quote(title);
+    }
     script << "\nset output\n";
-    RENSA_CHECK(script.good(), IOError, "PlotReport: cannot write '", script_file.path(), "'");
-  }
-
-  const std::string command = sh_quote(gnuplot_) + " " + sh_quote(script_file.path()) + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    warn_once("cannot run gnuplot: " + std::string(std::strerror(errno)));
-    return;
-  }
-  std::string output;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
-  const int status = ::pclose(pipe);
-  struct stat st{};
-  if (status != 0 || ::stat(png_file.path().c_str(), &st) != 0 || st.st_size == 0) {
-    warn_once("gnuplot failed to draw '" + path + "' (status " + std::to_string(status) + "): " + output);
-    return;
-  }
-  // Atomic replacement: sync the finished image, rename it over the target, sync the directory.
-  fsync_path(png_file.path(), O_RDONLY);
-  RENSA_CHECK(::rename(png_file.path().c_str(), path.c_str()) == 0, IOError, "PlotReport: cannot rename '",
-              png_file.path(), "' to '", path, "': ", std::strerror(errno));
-  png_file.release();
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  fsync_path(parent.empty() ? "." : parent.string(), O_RDONLY | O_DIRECTORY);
+    return script.str();
+  });
+  if (error) warn_once(*error);
 }
 
 void PlotReport::serialize(serializers::Serializer& s) {

@@ -191,7 +191,6 @@ class Array {
   std::string to_string() const;
 
  private:
-  double element_as_double(int64_t flat_offset) const;
   void require_host(const char* op) const;
 
   std::shared_ptr<detail::Storage> storage_;

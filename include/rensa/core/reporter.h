@@ -63,21 +63,4 @@ void report(const Observation& values, const Link* observer = nullptr);
 /// Config::keep_graph_on_report the Variable itself is kept as well (Trainer::observed_variables).
 void report(const std::string& key, const Variable& value, const Link* observer = nullptr);
 
-/// Running means of observations over an interval (each value weighs 1; see
-/// training::DictSummary for weighted, serializable statistics).
-class Summary {
- public:
-  /// Adds every value of `obs`.
-  void add(const Observation& obs);
-  /// Mean of each key over the values added since the last reset.
-  Observation mean() const;
-  /// Forgets every value.
-  void reset() { sums_.clear(); }
-  /// True when nothing was added since the last reset.
-  bool empty() const { return sums_.empty(); }
-
- private:
-  std::map<std::string, std::pair<double, int64_t>> sums_;
-};
-
 }  // namespace rensa

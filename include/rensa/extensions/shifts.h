@@ -39,8 +39,6 @@ class HyperparameterShift : public training::Extension {
 
   /// Calls so far.
   int64_t t() const { return t_; }
-  /// The value set last, if any.
-  std::optional<double> last_value() const { return last_value_; }
   /// The hyperparameter's name.
   const std::string& attr() const { return attr_; }
   /// The schedule's value after `t` calls (`init` is the initial value in effect).

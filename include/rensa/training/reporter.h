@@ -10,6 +10,5 @@ namespace rensa::training {
 using rensa::Observation;
 using rensa::report;
 using rensa::Reporter;
-using rensa::Summary;
 
 }  // namespace rensa::training

@@ -83,7 +83,6 @@ void binary(BinaryOp op, const Array& a, const Array& b, const Array& out) {
 void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
   // out has x's shape with reduced axes 1: broadcasting out's strides maps each x index to its slot.
   const Array o = out.broadcast_to(x.shape());
-  const Shape ostrides = o.strides();
   std::vector<char> red(x.shape().size(), 0);
   for (int64_t a : axes) red[static_cast<std::size_t>(a)] = 1;
   int64_t rsize = 1;
@@ -143,7 +142,6 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
       }
     });
   });
-  (void)ostrides;
 }
 
 void matmul(const Array& a, const Array& b, const Array& out) {

@@ -123,7 +123,11 @@ TEST(ParameterStatistics, NaNParametersCanBeSkipped) {
   l.W().array().assign(Array::from_vector<double>({NAN, 1}, {1, 2}));
   FakeUpdater u;
   Trainer trainer(u, {1, "iteration"});
-  E::ParameterStatistics ext(l, {.report_grads = false, .trigger = {1, "iteration"}, .skip_nan_params = true});
+  E::ParameterStatisticsOptions options;
+  options.report_grads = false;
+  options.trigger = {1, "iteration"};
+  options.skip_nan_params = true;
+  E::ParameterStatistics ext(l, options);
   u.update();
   ext(trainer);
   EXPECT_TRUE(std::isnan(trainer.observation().at("None/W/data/percentile")));

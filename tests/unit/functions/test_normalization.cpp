@@ -221,6 +221,21 @@ TEST(FixedBatchNormalizationGrad, AllInputs) {
   check_backward(fixed_bn_fn(), empty, {}, opts());
 }
 
+// Batch renormalization in test mode is batch normalization with the running statistics, values
+// and gradients alike.
+TEST(FixedBatchRenormalization, IsFixedBatchNormalization) {
+  const Shape s{3, 2, 2, 3};
+  std::vector<Array> in{randn(s, Dtype::float64, 30), randn({2}, Dtype::float64, 31), randn({2}, Dtype::float64, 32),
+                        randn({2}, Dtype::float64, 33), randu({2}, 0.5, 2.0, Dtype::float64, 34)};
+  auto renorm = [](const std::vector<Variable>& v) {
+    return std::vector<Variable>{F::fixed_batch_renormalization(v[0], v[1], v[2], v[3], v[4], {0.001})};
+  };
+  std::vector<Variable> vs(in.begin(), in.end());
+  EXPECT_TRUE(array_equal(renorm(vs)[0].array(), fixed_bn_fn({0.001})(vs)[0].array()));
+  check_backward(renorm, in, {}, opts());
+  check_backward(renorm, noncontig(in), {}, opts());
+}
+
 TEST(LayerNormalizationGrad, ContiguousNoncontiguousDouble) {
   for (const Shape& s : {Shape{4, 5}, Shape{2, 3, 4}}) {
     std::vector<Array> in{randn(s, Dtype::float64, 26), randn({s.back()}, Dtype::float64, 27),
