@@ -116,26 +116,32 @@ void Link::remove_persistent(const std::string& name) {
 void Link::set_param_transform(const std::string& name, std::function<Variable(const Variable&)> transform) {
   RENSA_CHECK(find_name(params_, name) != params_.end(), ValueError, "Link::set_param_transform: no parameter '",
               name, "'");
-  std::erase_if(param_transforms_, [&](const auto& t) { return t.name == name; });
-  if (transform) param_transforms_.push_back({name, std::move(transform)});
+  if (transform) {
+    param_transforms_.push_back({name, std::move(transform)});
+    return;
+  }
+  auto latest = std::find_if(param_transforms_.rbegin(), param_transforms_.rend(),
+                             [&](const auto& t) { return t.name == name; });
+  RENSA_CHECK(latest != param_transforms_.rend(), ValueError, "Link::set_param_transform: parameter '", name,
+              "' has no transform to clear");
+  param_transforms_.erase(std::next(latest).base());
 }
 
 bool Link::param_transform_applied(const std::string& name) const {
-  for (const auto& t : param_transforms_) {
-    if (t.name == name) return t.applied;
-  }
-  return false;
+  return std::any_of(param_transforms_.begin(), param_transforms_.end(),
+                     [&](const auto& t) { return t.name == name && t.applied; });
 }
 
 Variable Link::apply_param_transform(const Variable& p) const {
+  Variable v = p;
   for (const auto& t : param_transforms_) {
     auto it = find_name(params_, t.name);
     if (it != params_.end() && it->second.is(p)) {
       t.applied = true;
-      return t.fn(p);
+      v = t.fn(v);
     }
   }
-  return p;
+  return v;
 }
 
 void Link::collect_params(const std::string& prefix, bool include_uninit,

@@ -98,14 +98,15 @@ class Link {
   void remove_param(const std::string& name);
   void remove_persistent(const std::string& name);
 
-  /// Makes this link's forward read parameter `name` as `transform(parameter)` until cleared with a
-  /// null transform: how SpectralNormalization and WeightStandardization substitute the normalized
-  /// weight for one call (Chainer's hooks setattr it). Honoured by the links that read their weight
-  /// through param_in_forward (Linear, Convolution2D, Deconvolution2D, ConvolutionND,
-  /// DeconvolutionND, EmbedID); param_transform_applied() tells whether the last forward did.
-  /// ValueError for an unknown parameter.
+  /// Makes this link's forward read parameter `name` through `transform` until it is cleared: how
+  /// SpectralNormalization and WeightStandardization substitute the normalized weight for one call
+  /// (Chainer's hooks setattr it). Transforms set on one parameter compose in the order set (two
+  /// hooks on one link normalize in turn, as Chainer's); a null transform clears the latest one.
+  /// Honoured by the links that read their weight through param_in_forward (Linear,
+  /// Convolution2D, Deconvolution2D, ConvolutionND, DeconvolutionND, EmbedID). ValueError for an
+  /// unknown parameter, or for clearing when none is set.
   void set_param_transform(const std::string& name, std::function<Variable(const Variable&)> transform);
-  /// Whether a forward applied the transform of parameter `name` since it was set.
+  /// Whether a forward read parameter `name` through its transforms since they were set.
   bool param_transform_applied(const std::string& name) const;
 
   /// Parameters of this link and all descendants with their paths ("/W", "/l1/W"), in

@@ -189,6 +189,21 @@ TEST(WeightStandardization, GradientMatchesCentralDifferences) {
   expect_weight_grad_matches(*l, l->W(), Variable(test::randn({4, 3})), test::randn({4, 2}, Dtype::float64, 7));
 }
 
+// Two weight hooks on one link normalize in turn (Chainer's setattr chain): spectral normalization
+// scales W, which standardization then undoes, so the result is standardization's alone.
+TEST(WeightHooks, ComposeOnOneLink) {
+  auto l = linear_with({1, 2, 3, 4, 4, 5}, 2, 3);
+  l->add_hook(std::make_shared<SpectralNormalization>());
+  l->add_hook(std::make_shared<WeightStandardization>(link_hooks::WeightStandardizationOptions{.eps = 1e-12}));
+  Variable x(Array::from_vector<double>({1, -2, 0.5}, {1, 3}));
+  const auto both = (*l)(x).array().to_vector<double>();
+  l->delete_hook("SpectralNormalization");
+  const auto ws = (*l)(x).array().to_vector<double>();
+  ASSERT_EQ(both.size(), ws.size());
+  for (std::size_t i = 0; i < ws.size(); ++i) EXPECT_NEAR(both[i], ws[i], 1e-8);
+  expect_error<ValueError>([&] { l->set_param_transform("W", nullptr); }, {"set_param_transform", "'W'", "no transform"});
+}
+
 TEST(WeightStandardization, MisuseIsRefused) {
   expect_error<ValueError>([] { WeightStandardization({.eps = 0}); }, {"WeightStandardization", "eps"});
   WeightStandardization ws;
