@@ -5,7 +5,7 @@
 #include "rensa/core/config.h"
 #include "rensa/core/error.h"
 #include "rensa/training/trainer.h"
-#include "src/serializers/npz_internal.h"
+#include "src/serializers/atomic_file.h"
 
 namespace rensa::extensions {
 

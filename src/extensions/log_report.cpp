@@ -8,7 +8,7 @@
 #include "rensa/core/error.h"
 #include "rensa/extensions/snapshot.h"
 #include "rensa/training/trainer.h"
-#include "src/serializers/npz_internal.h"
+#include "src/serializers/atomic_file.h"
 
 namespace rensa::extensions {
 namespace {

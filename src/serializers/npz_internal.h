@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "rensa/core/array.h"
+#include "src/serializers/atomic_file.h"
 
 namespace rensa::serializers::detail {
 
@@ -54,14 +55,6 @@ class FileSource final : public ByteSource {
   uint64_t size_ = 0;
 };
 
-/// Sequential output with a running position.
-class ByteSink {
- public:
-  virtual ~ByteSink() = default;
-  virtual void write(const void* data, std::size_t n) = 0;
-  virtual uint64_t position() const = 0;
-};
-
 /// Collects the bytes in a string.
 class StringSink final : public ByteSink {
  public:
@@ -71,46 +64,6 @@ class StringSink final : public ByteSink {
 
  private:
   std::string bytes_;
-};
-
-/// A temporary file name of AtomicFileWriter, taken apart: the file it was to become and the
-/// writer's process id.
-struct TempFileName {
-  std::string target;
-  long pid = 0;
-};
-/// Parses ".<target>.tmp<pid>-<hex>-<attempt>"; std::nullopt for any other name.
-std::optional<TempFileName> parse_temp_name(std::string_view name);
-
-/// Creates a new temporary file beside `path` (".<file>.tmp<pid>-<hex>-<n>"), open for writing;
-/// returns its descriptor and sets `temp_path`. IOError starting with `op` when it cannot.
-int open_temporary_beside(const std::string& path, const std::string& op, std::string* temp_path);
-
-/// Writes `path` atomically: the bytes go to a new temporary file in the same directory, which
-/// commit() flushes, fsyncs, renames over `path` and makes durable by fsyncing the directory.
-/// Destroyed without commit(), it removes the temporary file and leaves `path` untouched. Errors
-/// throw IOError starting with `op` and naming the file.
-class AtomicFileWriter final : public ByteSink {
- public:
-  AtomicFileWriter(std::string path, std::string op);
-  ~AtomicFileWriter() override;
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-  void write(const void* data, std::size_t n) override;
-  uint64_t position() const override { return position_; }
-  void commit();
-  /// The temporary file's path (for tests).
-  const std::string& temp_path() const { return temp_path_; }
-
- private:
-  void flush();
-  [[noreturn]] void fail(const std::string& action, int err) const;
-
-  std::string path_, op_, dir_, temp_path_;
-  int fd_ = -1;
-  bool committed_ = false;
-  uint64_t position_ = 0;
-  std::string buffer_;
 };
 
 /// A zip archive read entry by entry (the zipped image datasets). Thread-safe: entries are read
