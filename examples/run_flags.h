@@ -45,6 +45,17 @@ inline void add_flags(CLI::App& app, Flags& f) {
           "N"));
 }
 
+#ifdef RENSA_WITH_MN
+/// Adds --communicator NAME, one of rensa::mn::communicator_names() (create_communicator checks it, so
+/// that every rank reports a bad name on a line of its own).
+inline CLI::Option* add_communicator(CLI::App& app, std::string& name) {
+  std::string names;
+  for (const auto& n : rensa::mn::communicator_names()) names += (names.empty() ? "" : ", ") + n;
+  return app.add_option("--communicator", name,
+                        "Train data-parallel with this communicator (" + names + ") under mpirun; default: one process");
+}
+#endif
+
 /// The snapshots of a run and what it does on SIGINT, SIGTERM and mpirun's SIGUSR1. Build it after
 /// the trainer's other extensions are registered and before calling resume.
 class Run {

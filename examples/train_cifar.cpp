@@ -89,8 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
   app.add_option("--seed", seed, "Seed of initialization and shuffling");
-  app.add_option("--communicator", communicator,
-                 "Train data-parallel with this communicator under mpirun; default: one process");
+  run_flags::add_communicator(app, communicator);
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);
   CLI11_PARSE(app, argc, argv);

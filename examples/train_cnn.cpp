@@ -77,9 +77,7 @@ int main(int argc, char** argv) {
 #ifdef RENSA_WITH_MN
   std::string communicator, grad_dtype = "float32";
   bool mnbn = false;
-  app.add_option("--communicator", communicator,
-                 "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
-                 "single_node, dummy) under mpirun; default: one process");
+  run_flags::add_communicator(app, communicator);
   app.add_option("--grad-dtype", grad_dtype, "Dtype gradients travel in with --communicator")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
   app.add_flag("--mnbn", mnbn,

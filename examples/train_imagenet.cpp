@@ -65,9 +65,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation");
 #ifdef RENSA_WITH_MN
   std::string communicator;
-  app.add_option("--communicator", communicator,
-                 "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
-                 "single_node) under mpirun; default: one process");
+  run_flags::add_communicator(app, communicator);
   rensa::mn::Communicator comm;
 #endif
   run_flags::Flags rf;

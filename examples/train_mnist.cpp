@@ -51,9 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
   app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{60000}));
-  app.add_option("--communicator", communicator,
-                 "Train data-parallel with this communicator (flat, naive, hierarchical, two_dimensional, "
-                 "single_node, dummy) under mpirun; default: one process");
+  run_flags::add_communicator(app, communicator);
   app.add_option("--grad-dtype", grad_dtype, "Dtype gradients travel in with --communicator")
       ->check(CLI::IsMember({"float32", "float16", "bfloat16"}));
   app.add_flag("--no-overlap", no_overlap,

@@ -215,11 +215,18 @@ double expected_max_normal(int n) {
 
 }  // namespace
 
+const std::vector<std::string>& modeled_communicators() {
+  static const std::vector<std::string> names = {"flat",           "naive",       "hierarchical",
+                                                 "two_dimensional", "single_node", "dummy"};
+  return names;
+}
+
 Prediction predict(const Profile& profile, const Config& c) {
-  static const char* const kNames[] = {"flat", "naive", "hierarchical", "two_dimensional", "single_node", "dummy"};
-  if (std::find(std::begin(kNames), std::end(kNames), c.communicator) == std::end(kNames)) {
-    throw std::runtime_error("scaling model: unknown communicator '" + c.communicator +
-                             "' (flat, naive, hierarchical, two_dimensional, single_node, dummy)");
+  const auto& names = modeled_communicators();
+  if (std::find(names.begin(), names.end(), c.communicator) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw std::runtime_error("scaling model: unknown communicator '" + c.communicator + "' (" + list + ")");
   }
   if (c.mode != "overlap" && c.mode != "no_overlap" && c.mode != "double_buffering") {
     throw std::runtime_error("scaling model: unknown mode '" + c.mode + "' (overlap, no_overlap, double_buffering)");

@@ -84,6 +84,9 @@ struct Prediction {
   double of_dummy = 0;    // D / step
 };
 
+/// The communicators the model has a cost for (each of rensa::mn::communicator_names()).
+const std::vector<std::string>& modeled_communicators();
+
 /// std::runtime_error naming the missing entry or the bad value (hosts not dividing ranks, an
 /// unknown communicator or mode, two_dimensional with unequal hosts, single_node over hosts).
 Prediction predict(const Profile& profile, const Config& config);

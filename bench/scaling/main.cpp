@@ -36,8 +36,6 @@ void add_workload(CLI::App* app, S::Workload& w) {
   app->add_option("--repeats", w.repeats, "Repeats (the median counts)")->check(CLI::Range(1, 1000));
 }
 
-const std::vector<std::string> kCommunicators = {"flat",        "naive", "hierarchical", "two_dimensional",
-                                                 "single_node", "dummy"};
 const std::vector<std::string> kModes = {"overlap", "no_overlap", "double_buffering"};
 const std::vector<std::string> kWires = {"float32", "float16", "bfloat16"};
 
@@ -56,7 +54,7 @@ int main(int argc, char** argv) {
 
   CLI::App* step = app.add_subcommand("step", "Time training steps through a communicator");
   add_workload(step, w);
-  step->add_option("-c,--communicator", communicator)->check(CLI::IsMember(kCommunicators));
+  step->add_option("-c,--communicator", communicator)->check(CLI::IsMember(S::modeled_communicators()));
   step->add_option("-g,--grad-dtype", wire, "Gradients on the wire")->check(CLI::IsMember(kWires));
   step->add_option("--mode", mode)->check(CLI::IsMember(kModes));
 
@@ -82,7 +80,7 @@ int main(int argc, char** argv) {
   int per_host = 0;
   predict->add_option("--per-host", per_host, "Ranks per host (default: every rank on one host)")
       ->check(CLI::Range(1, 4096));
-  predict->add_option("-c,--communicator", c.communicator)->check(CLI::IsMember(kCommunicators));
+  predict->add_option("-c,--communicator", c.communicator)->check(CLI::IsMember(S::modeled_communicators()));
   predict->add_option("-g,--grad-dtype", c.wire)->check(CLI::IsMember(kWires));
   predict->add_option("--mode", c.mode)->check(CLI::IsMember(kModes));
   predict->add_option("--link", c.link, "The profile's inter-host link");

@@ -105,7 +105,7 @@ Array CommunicatorImpl::allreduce(const Array& x, ReduceOp op) {
     Array in = host_contiguous(x);
     if (op == ReduceOp::mean && half) {  // divide before the sum: half precision cannot overflow
       Array scaled = Array::empty(in.shape(), in.dtype(), in.device());
-      pack(in, scaled.raw_data(), in.dtype(), 1.0 / size_);
+      pack(in, scaled.raw_data(), in.dtype(), 1.0 / topo_.size);
       in = scaled;
     }
     Array out = Array::empty(x.shape(), x.dtype(), host_device(x.device()));
@@ -114,27 +114,27 @@ Array CommunicatorImpl::allreduce(const Array& x, ReduceOp op) {
     const auto* src = static_cast<const char*>(in.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
     const int64_t n = x.size();
-    if (n > 0 && !(inter_size_ == 1 && shm_allreduce(fg_, src, dst, n, x.dtype(), op))) {
+    if (n > 0 && !(topo_.inter_size == 1 && shm_allreduce(fg_, src, dst, n, x.dtype(), op))) {
       for (int64_t off = 0; off < n; off += kMaxCount) {
         const int count = static_cast<int>(std::min(kMaxCount, n - off));
         const std::size_t byte_off = static_cast<std::size_t>(off) * x.itemsize();
         RENSA_MPI_CHECK(MPI_Allreduce(src + byte_off, dst + byte_off, count, type, mop, fg_.world.get()));
       }
     }
-    if (op == ReduceOp::mean && !half && n > 0) pack(out, out.raw_data(), out.dtype(), 1.0 / size_);
+    if (op == ReduceOp::mean && !half && n > 0) pack(out, out.raw_data(), out.dtype(), 1.0 / topo_.size);
     return to_device(out, x.device());
   });
 }
 
 Array CommunicatorImpl::bcast(const Array& x, int root) {
-  const bool is_root = rank_ == root;
+  const bool is_root = topo_.rank == root;
   Fingerprint fp{static_cast<int64_t>(OpCode::bcast), -1, -1, root, -1};
   if (is_root && !x.is_null()) {
     fp.dtype = static_cast<int64_t>(x.dtype());
     fp.count = x.size();
   }
   return run_op(fg_, OpCode::bcast, is_root && !x.is_null() ? x.nbytes() : 0, fp, checking_, [&] {
-    check_root("bcast", root, size_);
+    check_root("bcast", root, topo_.size);
     int64_t h[kHeader];
     if (is_root) fill_header(h, x);
     RENSA_MPI_CHECK(MPI_Bcast(h, kHeader, MPI_INT64_T, root, fg_.world.get()));
@@ -151,14 +151,14 @@ std::vector<Array> CommunicatorImpl::gather(const Array& x, int root) {
   const Fingerprint fp{static_cast<int64_t>(OpCode::gather), x.is_null() ? -1 : static_cast<int64_t>(x.dtype()), -1,
                        root, -1};
   return run_op(fg_, OpCode::gather, x.is_null() ? 0 : x.nbytes(), fp, checking_, [&] {
-    check_root("gather", root, size_);
+    check_root("gather", root, topo_.size);
     std::vector<int64_t> headers;
-    const std::vector<int64_t> bytes = exchange_headers(x, "gather", size_, fg_.world.get(), headers);
+    const std::vector<int64_t> bytes = exchange_headers(x, "gather", topo_.size, fg_.world.get(), headers);
     const std::vector<int> displs = displacements(bytes, "gather");
     const Dtype dtype = x.dtype();
     const int64_t total_bytes = displs.back() + bytes.back();
     Array in = host_contiguous(x);
-    const bool is_root = rank_ == root;
+    const bool is_root = topo_.rank == root;
     Array all =
         is_root ? Array::empty({total_bytes / static_cast<int64_t>(itemsize(dtype))}, dtype, host_device(x.device()))
                 : Array();
@@ -175,7 +175,7 @@ std::vector<Array> CommunicatorImpl::allgather(const Array& x) {
                        -1, -1};
   return run_op(fg_, OpCode::allgather, x.is_null() ? 0 : x.nbytes(), fp, checking_, [&] {
     std::vector<int64_t> headers;
-    const std::vector<int64_t> bytes = exchange_headers(x, "allgather", size_, fg_.world.get(), headers);
+    const std::vector<int64_t> bytes = exchange_headers(x, "allgather", topo_.size, fg_.world.get(), headers);
     const std::vector<int> displs = displacements(bytes, "allgather");
     const Dtype dtype = x.dtype();
     const int64_t isz = static_cast<int64_t>(itemsize(dtype));
@@ -189,7 +189,7 @@ std::vector<Array> CommunicatorImpl::allgather(const Array& x) {
 }
 
 Array CommunicatorImpl::scatter(const std::vector<Array>& xs, int root) {
-  const bool is_root = rank_ == root;
+  const bool is_root = topo_.rank == root;
   const Fingerprint fp{static_cast<int64_t>(OpCode::scatter), -1, -1, root,
                        is_root ? static_cast<int64_t>(xs.size()) : -1};
   std::size_t nbytes = 0;
@@ -197,15 +197,15 @@ Array CommunicatorImpl::scatter(const std::vector<Array>& xs, int root) {
     for (const Array& a : xs) nbytes += a.is_null() ? 0 : a.nbytes();
   }
   return run_op(fg_, OpCode::scatter, nbytes, fp, checking_, [&] {
-    check_root("scatter", root, size_);
+    check_root("scatter", root, topo_.size);
     // status, then one header per rank
-    std::vector<int64_t> headers(1 + static_cast<std::size_t>(size_) * kHeader, 0);
+    std::vector<int64_t> headers(1 + static_cast<std::size_t>(topo_.size) * kHeader, 0);
     if (is_root) {
-      if (xs.size() != static_cast<std::size_t>(size_)) {
+      if (xs.size() != static_cast<std::size_t>(topo_.size)) {
         headers[0] = kWrongCount;
         headers[1] = static_cast<int64_t>(xs.size());
       } else {
-        for (int r = 0; r < size_; ++r) {
+        for (int r = 0; r < topo_.size; ++r) {
           int64_t* h = &headers[1 + static_cast<std::size_t>(r) * kHeader];
           fill_header(h, xs[static_cast<std::size_t>(r)]);
           if (h[0] != kOk && headers[0] == kOk) {
@@ -217,24 +217,24 @@ Array CommunicatorImpl::scatter(const std::vector<Array>& xs, int root) {
     }
     RENSA_MPI_CHECK(MPI_Bcast(headers.data(), static_cast<int>(headers.size()), MPI_INT64_T, root, fg_.world.get()));
     RENSA_CHECK(headers[0] != kWrongCount, ValueError, "scatter: the root (rank ", root, ") passed ", headers[1],
-                " arrays for ", size_, " ranks");
+                " arrays for ", topo_.size, " ranks");
     RENSA_CHECK(headers[0] == kOk, ValueError, "scatter: the root (rank ", root, ") passed ", status_text(headers[0]),
                 " for rank ", headers[1]);
-    std::vector<int64_t> bytes(static_cast<std::size_t>(size_));
-    for (int r = 0; r < size_; ++r) bytes[static_cast<std::size_t>(r)] = header_bytes(&headers[1 + r * kHeader]);
+    std::vector<int64_t> bytes(static_cast<std::size_t>(topo_.size));
+    for (int r = 0; r < topo_.size; ++r) bytes[static_cast<std::size_t>(r)] = header_bytes(&headers[1 + r * kHeader]);
     const std::vector<int> displs = displacements(bytes, "scatter");
     Array send;
     if (is_root) {
       send = Array::empty({displs.back() + bytes.back()}, Dtype::uint8);
-      for (int r = 0; r < size_; ++r) {
+      for (int r = 0; r < topo_.size; ++r) {
         Array part = host_contiguous(xs[static_cast<std::size_t>(r)]);
         if (part.nbytes() > 0) {
           std::memcpy(static_cast<char*>(send.raw_data()) + displs[r], part.raw_data(), part.nbytes());
         }
       }
     }
-    const int64_t* h = &headers[1 + static_cast<std::size_t>(rank_) * kHeader];
-    const Device device = is_root ? xs[static_cast<std::size_t>(rank_)].device() : Device::cpu();
+    const int64_t* h = &headers[1 + static_cast<std::size_t>(topo_.rank) * kHeader];
+    const Device device = is_root ? xs[static_cast<std::size_t>(topo_.rank)].device() : Device::cpu();
     Array out = Array::empty(header_shape(h), header_dtype(h), host_device(device));
     RENSA_MPI_CHECK(MPI_Scatterv(is_root ? send.raw_data() : nullptr, to_ints(bytes).data(), displs.data(), MPI_BYTE,
                                  out.raw_data(), static_cast<int>(out.nbytes()), MPI_BYTE, root, fg_.world.get()));
@@ -249,7 +249,7 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
   return run_op(fg_, OpCode::alltoall, nbytes, fp, checking_, [&] {
     // 1. every rank's own status, so a bad argument anywhere fails everywhere
     int64_t status[2] = {kOk, 0};
-    if (xs.size() != static_cast<std::size_t>(size_)) {
+    if (xs.size() != static_cast<std::size_t>(topo_.size)) {
       status[0] = kWrongCount;
       status[1] = static_cast<int64_t>(xs.size());
     } else {
@@ -261,21 +261,21 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
         }
       }
     }
-    std::vector<int64_t> statuses(static_cast<std::size_t>(size_) * 2);
+    std::vector<int64_t> statuses(static_cast<std::size_t>(topo_.size) * 2);
     RENSA_MPI_CHECK(MPI_Allgather(status, 2, MPI_INT64_T, statuses.data(), 2, MPI_INT64_T, fg_.world.get()));
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < topo_.size; ++r) {
       const int64_t s = statuses[static_cast<std::size_t>(r) * 2], v = statuses[static_cast<std::size_t>(r) * 2 + 1];
-      RENSA_CHECK(s != kWrongCount, ValueError, "alltoall: rank ", r, " passed ", v, " arrays for ", size_, " ranks");
+      RENSA_CHECK(s != kWrongCount, ValueError, "alltoall: rank ", r, " passed ", v, " arrays for ", topo_.size, " ranks");
       RENSA_CHECK(s == kOk, ValueError, "alltoall: rank ", r, " passed ", status_text(s), " for rank ", v);
     }
     // 2. headers
-    std::vector<int64_t> send_h(static_cast<std::size_t>(size_) * kHeader), recv_h(send_h.size());
-    for (int j = 0; j < size_; ++j) fill_header(&send_h[static_cast<std::size_t>(j) * kHeader], xs[j]);
+    std::vector<int64_t> send_h(static_cast<std::size_t>(topo_.size) * kHeader), recv_h(send_h.size());
+    for (int j = 0; j < topo_.size; ++j) fill_header(&send_h[static_cast<std::size_t>(j) * kHeader], xs[j]);
     RENSA_MPI_CHECK(
         MPI_Alltoall(send_h.data(), kHeader, MPI_INT64_T, recv_h.data(), kHeader, MPI_INT64_T, fg_.world.get()));
-    std::vector<int64_t> send_bytes(static_cast<std::size_t>(size_)), recv_bytes(send_bytes.size());
+    std::vector<int64_t> send_bytes(static_cast<std::size_t>(topo_.size)), recv_bytes(send_bytes.size());
     int64_t send_total = 0, recv_total = 0;
-    for (int j = 0; j < size_; ++j) {
+    for (int j = 0; j < topo_.size; ++j) {
       send_bytes[static_cast<std::size_t>(j)] = static_cast<int64_t>(xs[static_cast<std::size_t>(j)].nbytes());
       recv_bytes[static_cast<std::size_t>(j)] = header_bytes(&recv_h[static_cast<std::size_t>(j) * kHeader]);
       send_total += send_bytes[static_cast<std::size_t>(j)];
@@ -289,7 +289,7 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
     const std::vector<int> sdispls = displacements(send_bytes, "alltoall");
     const std::vector<int> rdispls = displacements(recv_bytes, "alltoall");
     std::vector<char> send(static_cast<std::size_t>(send_total)), recv(static_cast<std::size_t>(recv_total));
-    for (int j = 0; j < size_; ++j) {
+    for (int j = 0; j < topo_.size; ++j) {
       Array part = host_contiguous(xs[static_cast<std::size_t>(j)]);
       if (part.nbytes() > 0) std::memcpy(send.data() + sdispls[j], part.raw_data(), part.nbytes());
     }
@@ -297,7 +297,7 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
                                   to_ints(recv_bytes).data(), rdispls.data(), MPI_BYTE, fg_.world.get()));
     std::vector<Array> out;
     const Device device = xs.empty() ? Device::cpu() : xs[0].device();
-    for (int j = 0; j < size_; ++j) {
+    for (int j = 0; j < topo_.size; ++j) {
       const int64_t* h = &recv_h[static_cast<std::size_t>(j) * kHeader];
       Array a = Array::empty(header_shape(h), header_dtype(h), host_device(device));
       if (a.nbytes() > 0) std::memcpy(a.raw_data(), recv.data() + rdispls[j], a.nbytes());
@@ -309,15 +309,15 @@ std::vector<Array> CommunicatorImpl::alltoall(const std::vector<Array>& xs) {
 
 void CommunicatorImpl::send(const Array& x, int dest, int tag, const std::string& context) {
   check_not_null("send", x);
-  RENSA_CHECK(dest >= 0 && dest < size_ && dest != rank_, ValueError, "send: destination ", dest,
-              " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
+  RENSA_CHECK(dest >= 0 && dest < topo_.size && dest != topo_.rank, ValueError, "send: destination ", dest,
+              " must be another rank of a communicator of size ", topo_.size, " (this is rank ", topo_.rank, ")");
   int* tag_ub = nullptr;
   int flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);  // predefined on the world communicator
   const int max_tag = flag && tag_ub ? *tag_ub : 32767;
   RENSA_CHECK(tag >= 0 && tag <= max_tag, ValueError, "send: tag ", tag, " is outside 0..", max_tag);
   RENSA_CHECK(x.ndim() <= kMaxDims, ValueError, "send: arrays of more than ", kMaxDims, " dimensions cannot be sent");
-  const std::string what = context + "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name_ +
+  const std::string what = context + "send #" + std::to_string(++p2p_seq_) + " to rank " + std::to_string(dest) + " (" + name() +
                            ", tag " + std::to_string(tag) + ", " + format_bytes(x.nbytes()) + ")";
   run_p2p(what, dest, [&] {
     int64_t h[kHeader];
@@ -334,11 +334,11 @@ void CommunicatorImpl::send(const Array& x, int dest, int tag, const std::string
 }
 
 Array CommunicatorImpl::recv(int source, int tag, const std::string& context) {
-  RENSA_CHECK(source >= 0 && source < size_ && source != rank_, ValueError, "recv: source ", source,
-              " must be another rank of a communicator of size ", size_, " (this is rank ", rank_, ")");
+  RENSA_CHECK(source >= 0 && source < topo_.size && source != topo_.rank, ValueError, "recv: source ", source,
+              " must be another rank of a communicator of size ", topo_.size, " (this is rank ", topo_.rank, ")");
   RENSA_CHECK(tag >= 0, ValueError, "recv: tag ", tag, " is negative");
   const std::string what = context + "recv #" + std::to_string(++p2p_seq_) + " from rank " + std::to_string(source) + " (" +
-                           name_ + ", tag " + std::to_string(tag) + ")";
+                           name() + ", tag " + std::to_string(tag) + ")";
   return run_p2p(what, source, [&] {
     int64_t h[kHeader];
     RENSA_MPI_CHECK(MPI_Recv(h, kHeader, MPI_INT64_T, source, tag, fg_.world.get(), MPI_STATUS_IGNORE));

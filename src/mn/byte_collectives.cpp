@@ -58,11 +58,11 @@ std::vector<std::string> allgather_strings(MPI_Comm comm, int size, const std::s
 // ---- collectives on bytes ----------------------------------------------------------------------------
 
 std::string CommunicatorImpl::bcast_bytes(const std::string& bytes, int root) {
-  const bool is_root = rank_ == root;
+  const bool is_root = topo_.rank == root;
   const Fingerprint fp{static_cast<int64_t>(OpCode::bcast_bytes), -1, is_root ? static_cast<int64_t>(bytes.size()) : -1,
                        root, -1};
   return run_op(fg_, OpCode::bcast_bytes, is_root ? bytes.size() : 0, fp, checking_, [&] {
-    check_root("bcast_bytes", root, size_);
+    check_root("bcast_bytes", root, topo_.size);
     int64_t len = static_cast<int64_t>(bytes.size());
     RENSA_MPI_CHECK(MPI_Bcast(&len, 1, MPI_INT64_T, root, fg_.world.get()));
     std::string out = is_root ? bytes : std::string(static_cast<std::size_t>(len), '\0');
@@ -74,18 +74,18 @@ std::string CommunicatorImpl::bcast_bytes(const std::string& bytes, int root) {
 std::vector<std::string> CommunicatorImpl::gather_bytes(const std::string& bytes, int root) {
   const Fingerprint fp{static_cast<int64_t>(OpCode::gather_bytes), -1, -1, root, -1};
   return run_op(fg_, OpCode::gather_bytes, bytes.size(), fp, checking_, [&] {
-    check_root("gather_bytes", root, size_);
+    check_root("gather_bytes", root, topo_.size);
     const int64_t mine = static_cast<int64_t>(bytes.size());
-    std::vector<int64_t> lens(static_cast<std::size_t>(size_));
+    std::vector<int64_t> lens(static_cast<std::size_t>(topo_.size));
     RENSA_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, fg_.world.get()));
     const std::vector<int> displs = displacements(lens, "gather_bytes");
-    const bool is_root = rank_ == root;
+    const bool is_root = topo_.rank == root;
     std::string all(is_root ? static_cast<std::size_t>(displs.back() + lens.back()) : 0, '\0');
     RENSA_MPI_CHECK(MPI_Gatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, is_root ? all.data() : nullptr,
                                 to_ints(lens).data(), displs.data(), MPI_BYTE, root, fg_.world.get()));
     std::vector<std::string> out;
     if (is_root) {
-      for (int r = 0; r < size_; ++r) out.push_back(all.substr(displs[r], lens[r]));
+      for (int r = 0; r < topo_.size; ++r) out.push_back(all.substr(displs[r], lens[r]));
     }
     return out;
   });
@@ -94,11 +94,11 @@ std::vector<std::string> CommunicatorImpl::gather_bytes(const std::string& bytes
 std::vector<std::string> CommunicatorImpl::allgather_bytes(const std::string& bytes) {
   const Fingerprint fp{static_cast<int64_t>(OpCode::allgather_bytes), -1, -1, -1, -1};
   return run_op(fg_, OpCode::allgather_bytes, bytes.size(), fp, checking_,
-                [&] { return allgather_strings(fg_.world.get(), size_, bytes, "allgather_bytes"); });
+                [&] { return allgather_strings(fg_.world.get(), topo_.size, bytes, "allgather_bytes"); });
 }
 
 std::string CommunicatorImpl::scatter_bytes(const std::vector<std::string>& parts, int root) {
-  const bool is_root = rank_ == root;
+  const bool is_root = topo_.rank == root;
   const Fingerprint fp{static_cast<int64_t>(OpCode::scatter_bytes), -1, -1, root,
                        is_root ? static_cast<int64_t>(parts.size()) : -1};
   std::size_t nbytes = 0;
@@ -106,24 +106,24 @@ std::string CommunicatorImpl::scatter_bytes(const std::vector<std::string>& part
     for (const auto& p : parts) nbytes += p.size();
   }
   return run_op(fg_, OpCode::scatter_bytes, nbytes, fp, checking_, [&] {
-    check_root("scatter_bytes", root, size_);
-    std::vector<int64_t> lens(1 + static_cast<std::size_t>(size_), 0);  // count, then lengths
+    check_root("scatter_bytes", root, topo_.size);
+    std::vector<int64_t> lens(1 + static_cast<std::size_t>(topo_.size), 0);  // count, then lengths
     if (is_root) {
       lens[0] = static_cast<int64_t>(parts.size());
-      if (parts.size() == static_cast<std::size_t>(size_)) {
-        for (int r = 0; r < size_; ++r) lens[1 + static_cast<std::size_t>(r)] = static_cast<int64_t>(parts[r].size());
+      if (parts.size() == static_cast<std::size_t>(topo_.size)) {
+        for (int r = 0; r < topo_.size; ++r) lens[1 + static_cast<std::size_t>(r)] = static_cast<int64_t>(parts[r].size());
       }
     }
     RENSA_MPI_CHECK(MPI_Bcast(lens.data(), static_cast<int>(lens.size()), MPI_INT64_T, root, fg_.world.get()));
-    RENSA_CHECK(lens[0] == size_, ValueError, "scatter_bytes: the root (rank ", root, ") passed ", lens[0],
-                " parts for ", size_, " ranks");
+    RENSA_CHECK(lens[0] == topo_.size, ValueError, "scatter_bytes: the root (rank ", root, ") passed ", lens[0],
+                " parts for ", topo_.size, " ranks");
     const std::vector<int64_t> counts(lens.begin() + 1, lens.end());
     const std::vector<int> displs = displacements(counts, "scatter_bytes");
     std::string send;
     if (is_root) {
       for (const auto& p : parts) send += p;
     }
-    std::string out(static_cast<std::size_t>(counts[static_cast<std::size_t>(rank_)]), '\0');
+    std::string out(static_cast<std::size_t>(counts[static_cast<std::size_t>(topo_.rank)]), '\0');
     RENSA_MPI_CHECK(MPI_Scatterv(is_root ? send.data() : nullptr, to_ints(counts).data(), displs.data(), MPI_BYTE,
                                  out.data(), static_cast<int>(out.size()), MPI_BYTE, root, fg_.world.get()));
     return out;

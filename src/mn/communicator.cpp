@@ -1,7 +1,8 @@
 // Communicator: MPI set-up (the exit-time finalizer, the timeout), the construction of
 // CommunicatorImpl and its host grouping, and the public Communicator handle with create_communicator.
 // The rest of CommunicatorImpl: operation_scopes.cpp, array_collectives.cpp, byte_collectives.cpp,
-// training_collectives.cpp and mean_grad_requests.cpp (the variants' algorithms are in variants.cpp).
+// training_collectives.cpp and mean_grad_requests.cpp (the variants' algorithms are in variants/, their
+// table in variant.cpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -101,19 +102,11 @@ std::chrono::milliseconds default_timeout() {
 
 }  // namespace
 
-void MpiComm::reset() {
-  if (comm_ == MPI_COMM_NULL) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
-  comm_ = MPI_COMM_NULL;
-}
-
 // ---- construction ----------------------------------------------------------------------------------
 
-CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options,
+CommunicatorImpl::CommunicatorImpl(const VariantEntry& variant, MPI_Comm base, const CommunicatorOptions& options,
                                    std::string host)
-    : name_(std::move(name)), options_(options) {
+    : variant_(variant), options_(options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   RENSA_CHECK(initialized, ValueError, "create_communicator: MPI is not initialized");
@@ -149,15 +142,22 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
   fg_.label = "";
   bg_.label = ", background";
   bg_.index = 1;
-  RENSA_MPI_CHECK(MPI_Comm_rank(fg_.world.get(), &rank_));
-  RENSA_MPI_CHECK(MPI_Comm_size(fg_.world.get(), &size_));
-  world_of_.assign(static_cast<std::size_t>(size_), 0);
+  // A sub-communicator's ranks keep the hosts they had in their parent (split.cpp).
+  if (host.empty()) {
+    int rank = 0;
+    RENSA_MPI_CHECK(MPI_Comm_rank(fg_.world.get(), &rank));
+    host = options_.ranks_per_host > 0 ? "host" + std::to_string(rank / options_.ranks_per_host) : hostname_;
+  }
+  topo_ = HostTopology::gather(fg_.world.get(), std::move(host));
+  const int size = topo_.size;
+  world_of_.assign(static_cast<std::size_t>(size), 0);
   RENSA_MPI_CHECK(MPI_Allgather(&world_rank, 1, MPI_INT, world_of_.data(), 1, MPI_INT, fg_.world.get()));
   int world_size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  world_numbering_ = world_size == size_;
-  for (int r = 0; r < size_; ++r) world_numbering_ = world_numbering_ && world_of_[static_cast<std::size_t>(r)] == r;
-  split_hosts(std::move(host));
+  world_numbering_ = world_size == size;
+  for (int r = 0; r < size; ++r) world_numbering_ = world_numbering_ && world_of_[static_cast<std::size_t>(r)] == r;
+  check_hosts(variant_, topo_);
+  for (Channel* ch : {&fg_, &bg_}) topo_.split(ch->world.get(), ch->intra, ch->inter);
 
   if (options.check_collectives == 1) {
     checking_ = true;
@@ -183,7 +183,7 @@ CommunicatorImpl::CommunicatorImpl(std::string name, MPI_Comm base, const Commun
     std::lock_guard<std::mutex> lock(registry().mutex);
     registry().impls.push_back(this);
   }
-  if (threaded_) worker_ = std::thread([this] { worker_loop(); });
+  requests_.start(threaded_, [this](Communicator::Request::State& s) { run_request(s); });
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -192,7 +192,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   MPI_Finalized(&finalized);
   if (!finalized && registry().exit_world != MPI_COMM_NULL) {
     std::lock_guard<std::mutex> lock(registry().mutex);
-    registry().retired.push_back({fg_.world.release(), rank_, name_});
+    registry().retired.push_back({fg_.world.release(), topo_.rank, name()});
   }
   unwatch(&fg_.slot);
   unwatch(&bg_.slot);
@@ -202,62 +202,11 @@ CommunicatorImpl::~CommunicatorImpl() {
 }
 
 void CommunicatorImpl::shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
-}
-
-void CommunicatorImpl::split_hosts(std::string host) {
-  constexpr int kName = 256;
-  std::vector<char> names(static_cast<std::size_t>(size_) * kName, '\0');
-  // A sub-communicator's ranks keep the hosts they had in their parent (split.cpp).
-  std::string mine = std::move(host);
-  if (mine.empty()) {
-    mine = options_.ranks_per_host > 0 ? "host" + std::to_string(rank_ / options_.ranks_per_host) : hostname_;
-  }
-  mine.resize(std::min<std::size_t>(mine.size(), kName - 1));
-  std::vector<char> buf(kName, '\0');
-  std::copy(mine.begin(), mine.end(), buf.begin());
-  RENSA_MPI_CHECK(MPI_Allgather(buf.data(), kName, MPI_CHAR, names.data(), kName, MPI_CHAR, fg_.world.get()));
-  std::map<std::string, int> index;
-  std::vector<int>& host_of = host_of_;
-  host_of.assign(static_cast<std::size_t>(size_), 0);
-  for (int r = 0; r < size_; ++r) {
-    std::string h(&names[static_cast<std::size_t>(r) * kName]);
-    auto [it, inserted] = index.emplace(h, static_cast<int>(index.size()));
-    if (inserted) {
-      host_sizes_.push_back(0);
-      host_names_.push_back(h);
-    }
-    host_of[static_cast<std::size_t>(r)] = it->second;
-    if (r == rank_) intra_rank_ = host_sizes_[static_cast<std::size_t>(it->second)];
-    ++host_sizes_[static_cast<std::size_t>(it->second)];
-  }
-  host_ = mine;
-  inter_rank_ = host_of[static_cast<std::size_t>(rank_)];
-  inter_size_ = static_cast<int>(host_sizes_.size());
-  intra_size_ = host_sizes_[static_cast<std::size_t>(inter_rank_)];
-  for (Channel* ch : {&fg_, &bg_}) {
-    MPI_Comm c = MPI_COMM_NULL;
-    RENSA_MPI_CHECK(MPI_Comm_split(ch->world.get(), inter_rank_, rank_, &c));
-    ch->intra = MpiComm(c);
-    RENSA_MPI_CHECK(MPI_Comm_split(ch->world.get(), intra_rank_, inter_rank_, &c));
-    ch->inter = MpiComm(c);
-    RENSA_MPI_CHECK(MPI_Comm_set_errhandler(ch->intra.get(), MPI_ERRORS_RETURN));
-    RENSA_MPI_CHECK(MPI_Comm_set_errhandler(ch->inter.get(), MPI_ERRORS_RETURN));
-  }
-}
-
-Dtype CommunicatorImpl::wire_dtype(Dtype grad_dtype) const {
-  if (options_.allreduce_grad_dtype == Dtype::float32 && grad_dtype == Dtype::float64) return Dtype::float64;
-  return options_.allreduce_grad_dtype;
+  requests_.shutdown();
 }
 
 std::string CommunicatorImpl::unreceived_at_exit() const {
-  return unreceived_message(fg_.world.get(), rank_, name_);
+  return unreceived_message(fg_.world.get(), topo_.rank, name());
 }
 
 }  // namespace detail
@@ -377,21 +326,7 @@ bool Communicator::Request::ready() const {
   return state_->done;
 }
 
-const std::vector<std::string>& communicator_names() {
-  static const std::vector<std::string> names = {"naive",           "flat",        "hierarchical",
-                                                 "two_dimensional", "single_node", "dummy"};
-  return names;
-}
-
 namespace {
-void check_name(std::string_view name) {
-  const auto& names = communicator_names();
-  if (std::find(names.begin(), names.end(), name) != names.end()) return;
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  RENSA_THROW(ValueError, "create_communicator: unknown communicator '", name, "'; valid names: ", list);
-}
-
 void ensure_mpi(int* argc, char*** argv) {
   int initialized = 0;
   RENSA_MPI_CHECK(MPI_Initialized(&initialized));
@@ -404,25 +339,25 @@ void ensure_mpi(int* argc, char*** argv) {
 }  // namespace
 
 Communicator create_communicator(std::string_view name, const CommunicatorOptions& options) {
-  check_name(name);
+  const detail::VariantEntry& variant = detail::find_variant(name);
   ensure_mpi(nullptr, nullptr);
-  return Communicator(detail::make_communicator_impl(name, MPI_COMM_WORLD, options));
+  return Communicator(std::make_shared<detail::CommunicatorImpl>(variant, MPI_COMM_WORLD, options));
 }
 
 Communicator create_communicator(std::string_view name, int& argc, char**& argv, const CommunicatorOptions& options) {
-  check_name(name);
+  const detail::VariantEntry& variant = detail::find_variant(name);
   ensure_mpi(&argc, &argv);
-  return Communicator(detail::make_communicator_impl(name, MPI_COMM_WORLD, options));
+  return Communicator(std::make_shared<detail::CommunicatorImpl>(variant, MPI_COMM_WORLD, options));
 }
 
 Communicator create_communicator(std::string_view name, MPI_Comm comm, const CommunicatorOptions& options) {
-  check_name(name);
+  const detail::VariantEntry& variant = detail::find_variant(name);
   int initialized = 0;
   MPI_Initialized(&initialized);
   RENSA_CHECK(initialized, ValueError,
               "create_communicator: MPI is not initialized (call MPI_Init first, or use the "
               "overload without an MPI_Comm)");
-  return Communicator(detail::make_communicator_impl(name, comm, options));
+  return Communicator(std::make_shared<detail::CommunicatorImpl>(variant, comm, options));
 }
 
 MPI_Comm mpi_comm(const Communicator& comm) {

@@ -1,74 +1,28 @@
 #pragma once
-// The implementation behind rensa::mn::Communicator: MPI communicators, the background thread of
-// start_mean_grad, the operation scopes that name failures, and the variants' gradient reduction.
+// The implementation behind rensa::mn::Communicator: the channels of MPI communicators over the
+// hosts (HostTopology), the collectives, the operation scopes that name failures, and gradient
+// averaging: packing by WireLayout, summing by the variant's strategy (src/mn/variant.h), the
+// start_mean_grad requests on their RequestQueue.
 #include <mpi.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "rensa/mn/communicator.h"
+#include "src/mn/channel.h"
 #include "src/mn/failure.h"
+#include "src/mn/host_topology.h"
+#include "src/mn/request_queue.h"
 #include "src/mn/shared_segment.h"
-#include "src/mn/shm_allreduce.h"
+#include "src/mn/variant.h"
+#include "src/mn/wire_layout.h"
 
 namespace rensa::mn::detail {
-
-/// An owned MPI communicator (freed unless MPI is already finalized).
-class MpiComm {
- public:
-  MpiComm() = default;
-  explicit MpiComm(MPI_Comm c) : comm_(c) {}
-  ~MpiComm() { reset(); }
-  MpiComm(const MpiComm&) = delete;
-  MpiComm& operator=(const MpiComm&) = delete;
-  MpiComm(MpiComm&& o) noexcept : comm_(o.comm_) { o.comm_ = MPI_COMM_NULL; }
-  MpiComm& operator=(MpiComm&& o) noexcept {
-    if (this != &o) {
-      reset();
-      comm_ = o.comm_;
-      o.comm_ = MPI_COMM_NULL;
-    }
-    return *this;
-  }
-  MPI_Comm get() const { return comm_; }
-  void reset();
-  /// Gives up ownership: the communicator is left to MPI_Finalize.
-  MPI_Comm release() {
-    MPI_Comm c = comm_;
-    comm_ = MPI_COMM_NULL;
-    return c;
-  }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-};
-
-/// One family of MPI communicators and the state of the thread that uses it: the user's thread uses
-/// the foreground channel, the start_mean_grad thread the background one, so their collectives never
-/// interleave on one MPI communicator.
-struct Channel {
-  MpiComm world;     // all ranks
-  MpiComm intra;     // the ranks of this host, by rank
-  MpiComm inter;     // the ranks with this intra_rank on every host, by host
-  uint64_t seq = 0;  // collectives issued on this channel
-  WaitSlot slot;     // what the watchdog looks at
-  const char* label = "";
-  int index = 0;                            // 0: foreground, 1: background (its line in the progress board)
-  const CommunicatorImpl* owner = nullptr;  // for the watchdog's diagnosis
-  Array pack;                         // the gradient pack buffer, kept between steps (bytes)
-  std::unique_ptr<ShmAllreduce> shm;  // mapped at the first reduction that can use it
-  int shm_state = 0;                  // 0: not tried, 1: mapped, -1: unavailable
-};
 
 /// The fingerprint of a collective compared across ranks before it runs (-1: matches anything).
 struct Fingerprint {
@@ -105,23 +59,24 @@ const char* op_name(OpCode op);
 
 class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
  public:
-  /// Collective over `base` (duplicated). Throws ValueError for invalid options. `host`: the name this
-  /// rank is grouped by (empty: the machine's, or its block of options.ranks_per_host).
-  CommunicatorImpl(std::string name, MPI_Comm base, const CommunicatorOptions& options, std::string host = {});
-  virtual ~CommunicatorImpl();
+  /// The variant `variant` over `base` (duplicated); collective over `base`. Throws ValueError for
+  /// invalid options or hosts the variant does not run on. `host`: the name this rank is grouped by
+  /// (empty: the machine's, or its block of options.ranks_per_host).
+  CommunicatorImpl(const VariantEntry& variant, MPI_Comm base, const CommunicatorOptions& options,
+                   std::string host = {});
+  ~CommunicatorImpl();
   CommunicatorImpl(const CommunicatorImpl&) = delete;
   CommunicatorImpl& operator=(const CommunicatorImpl&) = delete;
 
-  const std::string& name() const { return name_; }
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  int intra_rank() const { return intra_rank_; }
-  int intra_size() const { return intra_size_; }
-  int inter_rank() const { return inter_rank_; }
-  int inter_size() const { return inter_size_; }
-  const std::string& host() const { return host_; }
-  /// Number of ranks on each host, by host index.
-  const std::vector<int>& host_sizes() const { return host_sizes_; }
+  const std::string& name() const { return variant_.info.name; }
+  const HostTopology& topology() const { return topo_; }
+  int rank() const { return topo_.rank; }
+  int size() const { return topo_.size; }
+  int intra_rank() const { return topo_.intra_rank; }
+  int intra_size() const { return topo_.intra_size; }
+  int inter_rank() const { return topo_.inter_rank; }
+  int inter_size() const { return topo_.inter_size; }
+  const std::string& host() const { return topo_.host; }
   const CommunicatorOptions& options() const { return options_; }
   MPI_Comm world() const { return fg_.world.get(); }
   bool checking() const { return checking_; }
@@ -155,30 +110,15 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   /// Finishes queued requests and stops the background thread (before MPI_Finalize).
   void shutdown();
 
-  /// Replaces each array of `grads` (host, contiguous, floating) by its mean over ranks. Collective
-  /// over `ch`. The variants pack and reduce as they do; the default packs per wire dtype and calls
-  /// reduce_wire once per pack.
-  virtual void mean_grads(Channel& ch, const std::vector<Array>& grads);
-  /// Sums `count` elements of `wire` dtype at `data` over ranks in place (the values are already
-  /// divided by size()). `count` fits an int. Collective over `ch`.
-  virtual void reduce_wire(Channel& ch, void* data, int64_t count, Dtype wire) = 0;
-  /// Whether packing divides by size() (the dummy variant neither divides nor communicates).
-  virtual bool averages() const { return true; }
+  /// How `grads` travel on this communicator (its wire dtype, the variant's packing).
+  WireLayout layout(const std::vector<Array>& grads) const;
+  /// Replaces each array of `grads` (host, contiguous, floating) by its mean over ranks, pack by pack
+  /// of `layout`, each summed by the variant. Collective over `ch`.
+  void mean_grads(Channel& ch, const std::vector<Array>& grads, const WireLayout& layout);
   /// Reduces over the ranks of this host (ch.intra) through shared memory (see
   /// CommunicatorOptions::shared_memory); false (nothing done) when that is off, this host has one
   /// rank, or the segment could not be mapped. Collective over ch.intra.
   bool shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op);
-  /// The channel's shared-memory reducer, mapped at the first call (the same point on every rank of
-  /// the host); null when shm_allreduce would return false.
-  ShmAllreduce* host_reducer(Channel& ch);
-  /// Whether reduce_wire is the host's shared-memory allreduce alone (every rank on one host); then
-  /// mean_grads packs into and unpacks from the shared segment directly.
-  virtual bool reduces_within_host() const { return inter_size_ == 1; }
-  /// mean_grads of the `wire` gradients through the shared segment; false (nothing done) when
-  /// reduces_within_host() is false or there is no segment.
-  bool mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads, Dtype wire, double scale);
-  /// The dtype gradients of `grad_dtype` travel in.
-  Dtype wire_dtype(Dtype grad_dtype) const;
 
   // ---- operation scopes ----
   /// "rank R on host H: " for messages.
@@ -210,20 +150,18 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void end(Channel& ch);
   [[noreturn]] void rethrow_in_context(const std::string& what);
   std::string describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const;
-  void split_hosts(std::string host);
-  void worker_loop();
+  /// mean_grads of one pack when every rank is on one host, packed into and unpacked from the shared
+  /// segment directly; false (nothing done) when not or when there is no segment.
+  bool mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads, const WireLayout::Pack& pack,
+                             double scale);
   void run_request(Communicator::Request::State& s);
   void after_first_step();
 
-  std::string name_;
+  const VariantEntry& variant_;
   CommunicatorOptions options_;
-  int rank_ = 0, size_ = 1, intra_rank_ = 0, intra_size_ = 1, inter_rank_ = 0, inter_size_ = 1;
-  std::string host_;      // the name ranks are grouped by
-  std::string hostname_;  // the machine's, for messages
-  std::vector<int> host_sizes_;
-  std::vector<int> host_of_;             // host index of each rank
-  std::vector<std::string> host_names_;  // by host index
-  std::vector<int> world_of_;            // rank in MPI_COMM_WORLD of each rank
+  HostTopology topo_;
+  std::string hostname_;      // the machine's, for messages
+  std::vector<int> world_of_;  // rank in MPI_COMM_WORLD of each rank
   bool world_numbering_ = true;          // world_of_[r] == r for every rank of the world
   int64_t timeout_ns_ = 0;
   // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
@@ -238,34 +176,11 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   bool checking_ = false;
   bool first_step_checks_ = false;  // check_collectives == -1 in a release build
 
-  // start_mean_grad's thread (none below MPI_THREAD_MULTIPLE: requests then run at once)
-  bool threaded_ = false;
-  std::thread worker_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Communicator::Request::State>> queue_;
-  bool stop_ = false;
+  bool threaded_ = false;  // requests run on bg_ (MPI_THREAD_MULTIPLE), else at once on fg_
+  RequestQueue requests_;  // last: its thread stops before the rest goes
 };
-
-/// Creates the variant `name` (already validated) over `base`, grouping this rank by `host` (see
-/// CommunicatorImpl). Collective over `base`.
-std::shared_ptr<CommunicatorImpl> make_communicator_impl(std::string_view name, MPI_Comm base,
-                                                         const CommunicatorOptions& options, std::string host = {});
 
 }  // namespace rensa::mn::detail
-
-namespace rensa::mn {
-/// The shared state of a start_mean_grad request.
-struct Communicator::Request::State {
-  std::weak_ptr<detail::CommunicatorImpl> impl;
-  std::vector<Array> grads;
-  bool check = false;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  std::exception_ptr error;
-};
-}  // namespace rensa::mn
 
 namespace rensa::mn::detail {
 

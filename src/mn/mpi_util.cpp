@@ -190,4 +190,12 @@ std::string host_name() {
   return buf;
 }
 
+void MpiComm::reset() {
+  if (comm_ == MPI_COMM_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&comm_);
+  comm_ = MPI_COMM_NULL;
+}
+
 }  // namespace rensa::mn::detail

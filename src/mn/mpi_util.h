@@ -14,6 +14,36 @@ namespace rensa::mn::detail {
 void mpi_check(int rc, const char* call, const char* file, int line);
 #define RENSA_MPI_CHECK(call) ::rensa::mn::detail::mpi_check((call), #call, __FILE__, __LINE__)
 
+/// An owned MPI communicator (freed unless MPI is already finalized).
+class MpiComm {
+ public:
+  MpiComm() = default;
+  explicit MpiComm(MPI_Comm c) : comm_(c) {}
+  ~MpiComm() { reset(); }
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+  MpiComm(MpiComm&& o) noexcept : comm_(o.comm_) { o.comm_ = MPI_COMM_NULL; }
+  MpiComm& operator=(MpiComm&& o) noexcept {
+    if (this != &o) {
+      reset();
+      comm_ = o.comm_;
+      o.comm_ = MPI_COMM_NULL;
+    }
+    return *this;
+  }
+  MPI_Comm get() const { return comm_; }
+  void reset();
+  /// Gives up ownership: the communicator is left to MPI_Finalize.
+  MPI_Comm release() {
+    MPI_Comm c = comm_;
+    comm_ = MPI_COMM_NULL;
+    return c;
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
 /// Most elements (or bytes) one MPI call moves: counts are ints.
 inline constexpr int64_t kMaxCount = int64_t{1} << 30;
 

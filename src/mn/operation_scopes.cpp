@@ -133,23 +133,23 @@ std::string CommunicatorImpl::rank_name(int r) const {
 }
 
 std::string CommunicatorImpl::rank_prefix() const {
-  return rank_name(rank_) + " on host " + hostname_ + ": ";
+  return rank_name(topo_.rank) + " on host " + hostname_ + ": ";
 }
 
 std::string CommunicatorImpl::describe(Channel& ch, const char* op, uint64_t seq, std::size_t bytes) const {
-  return std::string(op) + " #" + std::to_string(seq) + " (" + name_ + ", " + format_bytes(bytes) + ch.label + ")";
+  return std::string(op) + " #" + std::to_string(seq) + " (" + name() + ", " + format_bytes(bytes) + ch.label + ")";
 }
 
 void CommunicatorImpl::begin(Channel& ch, const std::string& what, uint64_t seq, int peer) {
-  if (progress_ != nullptr && seq != 0) progress_[intra_rank_].entered[ch.index].store(seq, std::memory_order_release);
+  if (progress_ != nullptr && seq != 0) progress_[topo_.intra_rank].entered[ch.index].store(seq, std::memory_order_release);
   slot_begin(ch.slot, what, timeout_ns_, seq, peer);
 }
 
 void CommunicatorImpl::map_progress_board() {
-  if (intra_size_ < 2) return;
+  if (topo_.intra_size < 2) return;
   static_assert(sizeof(ProgressLine) == 64 && std::atomic<uint64_t>::is_always_lock_free);
   // Zero-filled memory is "no collective entered yet" on every line.
-  if (progress_segment_.map(fg_.intra.get(), sizeof(ProgressLine) * static_cast<std::size_t>(intra_size_),
+  if (progress_segment_.map(fg_.intra.get(), sizeof(ProgressLine) * static_cast<std::size_t>(topo_.intra_size),
                             "rensa-mn-progress")) {
     progress_ = reinterpret_cast<ProgressLine*>(progress_segment_.data());
   }
@@ -163,23 +163,23 @@ std::string CommunicatorImpl::diagnose(const WaitSlot& slot, const void* context
 
 std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int peer) const {
   const auto name = [&](int r) {
-    return rank_name(r) + " on host " + host_names_[static_cast<std::size_t>(host_of_[static_cast<std::size_t>(r)])];
+    return rank_name(r) + " on host " + topo_.host_names[static_cast<std::size_t>(topo_.host_of[static_cast<std::size_t>(r)])];
   };
-  if (peer >= 0 && peer < size_) {
+  if (peer >= 0 && peer < topo_.size) {
     return "waiting for " + name(peer) + ", which is stopped, cut off, failed, or not calling the matching operation";
   }
-  if (seq == 0 || (progress_ == nullptr && intra_size_ > 1)) return "";
+  if (seq == 0 || (progress_ == nullptr && topo_.intra_size > 1)) return "";
   std::string behind;
   int n_behind = 0;
   std::vector<int> elsewhere;
   int q = 0;  // intra rank of r: this host's ranks in rank order
-  for (int r = 0; r < size_; ++r) {
-    if (host_of_[static_cast<std::size_t>(r)] != inter_rank_) {
+  for (int r = 0; r < topo_.size; ++r) {
+    if (topo_.host_of[static_cast<std::size_t>(r)] != topo_.inter_rank) {
       elsewhere.push_back(r);
       continue;
     }
     const int intra = q++;
-    if (r == rank_) continue;
+    if (r == topo_.rank) continue;
     const uint64_t e = progress_[intra].entered[ch.index].load(std::memory_order_acquire);
     if (e >= seq) continue;
     behind += (n_behind++ == 0 ? "" : ", ") + name(r) +
@@ -191,7 +191,7 @@ std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int
            " not reached this operation (stopped, failed, or calling another one)";
   }
   if (elsewhere.empty()) return "";
-  const std::string here = intra_size_ > 1 ? "every rank on this host has arrived; " : "";
+  const std::string here = topo_.intra_size > 1 ? "every rank on this host has arrived; " : "";
   if (elsewhere.size() == 1) {
     return here + "waiting for " + name(elsewhere[0]) +
            ", which is stopped, cut off, failed, or not calling this operation";
@@ -216,14 +216,14 @@ void CommunicatorImpl::check_fingerprint(Channel& ch, const Fingerprint& fp, uin
   constexpr int kFields = 7;
   const int64_t structure_hash = fp.structure ? static_cast<int64_t>(fnv1a(*fp.structure) >> 1) : -1;
   const int64_t mine[kFields] = {fp.op, fp.dtype, fp.count, fp.root, fp.aux, static_cast<int64_t>(seq), structure_hash};
-  std::vector<int64_t> all(static_cast<std::size_t>(size_) * kFields);
+  std::vector<int64_t> all(static_cast<std::size_t>(topo_.size) * kFields);
   RENSA_MPI_CHECK(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, ch.world.get()));
   auto at = [&](int r, int f) { return all[static_cast<std::size_t>(r) * kFields + static_cast<std::size_t>(f)]; };
   for (int f = 0; f < kFields; ++f) {
     // The op and sequence number must agree exactly; other fields may be -1 ("any") on some ranks.
     const bool exact = f == 0 || f == 5 || f == 6;
     int ref = -1;
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < topo_.size; ++r) {
       const int64_t v = at(r, f);
       if (!exact && v == -1) continue;
       if (ref < 0) {
@@ -234,10 +234,10 @@ void CommunicatorImpl::check_fingerprint(Channel& ch, const Fingerprint& fp, uin
                                   fingerprint_text(&all[static_cast<std::size_t>(ref) * kFields]), " but rank ", r,
                                   " calls ", fingerprint_text(&all[static_cast<std::size_t>(r) * kFields]));
         bool same_op = true;
-        for (int q = 0; q < size_; ++q) same_op = same_op && at(q, 0) == fp.op;
+        for (int q = 0; q < topo_.size; ++q) same_op = same_op && at(q, 0) == fp.op;
         // Every rank runs the same operation, so every rank can compare the structures in detail.
         if (same_op && fp.structure) {
-          check_same_structure(ch.world.get(), size_, *fp.structure, fp.structure_op, fp.structure_entries);
+          check_same_structure(ch.world.get(), topo_.size, *fp.structure, fp.structure_op, fp.structure_entries);
         }
         throw CommunicationError(message);
       }

@@ -18,9 +18,9 @@ std::shared_ptr<CommunicatorImpl> CommunicatorImpl::split(std::optional<int> col
   return run_op(fg_, OpCode::split, 0, fp, checking_, [&]() -> std::shared_ptr<CommunicatorImpl> {
     // Every rank's color first, so that one rank's bad color fails every rank alike.
     const int64_t mine[2] = {color ? 1 : 0, color ? *color : 0};
-    std::vector<int64_t> all(static_cast<std::size_t>(size_) * 2);
+    std::vector<int64_t> all(static_cast<std::size_t>(topo_.size) * 2);
     RENSA_MPI_CHECK(MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, fg_.world.get()));
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < topo_.size; ++r) {
       const int64_t has = all[static_cast<std::size_t>(r) * 2], c = all[static_cast<std::size_t>(r) * 2 + 1];
       RENSA_CHECK(!has || c >= 0, ValueError, "split: rank ", r, " passed color ", c,
                   "; colors must be non-negative (std::nullopt: the rank joins no group)");
@@ -34,21 +34,21 @@ std::shared_ptr<CommunicatorImpl> CommunicatorImpl::split(std::optional<int> col
     std::string error;
     if (sub.get() != MPI_COMM_NULL) {
       try {
-        out = make_communicator_impl(name_, sub.get(), options_, host_);
+        out = std::make_shared<CommunicatorImpl>(variant_, sub.get(), options_, topo_.host);
       } catch (const std::exception& e) {
         error = e.what();
       }
     }
     const int64_t len = static_cast<int64_t>(error.size());
-    std::vector<int64_t> lens(static_cast<std::size_t>(size_));
+    std::vector<int64_t> lens(static_cast<std::size_t>(topo_.size));
     RENSA_MPI_CHECK(MPI_Allgather(&len, 1, MPI_INT64_T, lens.data(), 1, MPI_INT64_T, fg_.world.get()));
-    for (int r = 0; r < size_; ++r) {
+    for (int r = 0; r < topo_.size; ++r) {
       int64_t n = lens[static_cast<std::size_t>(r)];
       if (n == 0) continue;
       out.reset();
       n = std::min<int64_t>(n, 4096);
       std::string text =
-          r == rank_ ? error.substr(0, static_cast<std::size_t>(n)) : std::string(static_cast<std::size_t>(n), '\0');
+          r == topo_.rank ? error.substr(0, static_cast<std::size_t>(n)) : std::string(static_cast<std::size_t>(n), '\0');
       RENSA_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(n), MPI_CHAR, r, fg_.world.get()));
       const int64_t c = all[static_cast<std::size_t>(r) * 2 + 1];
       RENSA_THROW(ValueError, "split: the communicator of color ", c, " could not be created (rank ", r, "): ", text);

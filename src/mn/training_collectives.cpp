@@ -1,5 +1,6 @@
 // CommunicatorImpl's collectives of training: bcast_data (parameters and persistent values from
-// rank 0), multi_node_mean_grad, the default packing of mean_grads, and the shared-memory reduction.
+// rank 0), multi_node_mean_grad, and mean_grads: each pack of the wire layout summed by the variant,
+// or within the host's shared segment when every rank is on one host.
 #include <algorithm>
 #include <cstring>
 #include <sstream>
@@ -50,7 +51,7 @@ void CommunicatorImpl::bcast_data(Link& link) {
   const bool check = checking_;
   run_op(fg_, OpCode::bcast_data, nbytes, fp, check, [&] {
     // The structure check is always on: a mismatch here would otherwise corrupt parameters silently.
-    if (!check) check_same_structure(fg_.world.get(), size_, desc, "bcast_data", "parameters and persistent values");
+    if (!check) check_same_structure(fg_.world.get(), topo_.size, desc, "bcast_data", "parameters and persistent values");
     // One buffer per dtype, in order of first appearance.
     std::vector<Dtype> dtypes;
     for (const Array& a : arrays) {
@@ -62,7 +63,7 @@ void CommunicatorImpl::bcast_data(Link& link) {
       Array buf = Array::empty({total}, dtype);
       const std::size_t isz = itemsize(dtype);
       auto* base = static_cast<char*>(buf.raw_data());
-      if (rank_ == 0) {
+      if (topo_.rank == 0) {
         int64_t off = 0;
         for (const Array& a : arrays) {
           if (a.dtype() != dtype) continue;
@@ -72,7 +73,7 @@ void CommunicatorImpl::bcast_data(Link& link) {
         }
       }
       bcast_raw(fg_.world.get(), base, total * static_cast<int64_t>(isz), 0);
-      if (rank_ != 0) {
+      if (topo_.rank != 0) {
         int64_t off = 0;
         for (const Array& a : arrays) {
           if (a.dtype() != dtype) continue;
@@ -89,7 +90,6 @@ void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
   std::vector<Array> grads;       // what is averaged (host, contiguous)
   std::vector<Array> write_back;  // the gradient each staged copy goes back to (null: averaged in place)
   std::string desc;
-  int64_t count = 0;
   for (const auto& [path, p] : params) {
     Variable g = p.grad();
     if (g.is_null()) {
@@ -101,7 +101,6 @@ void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
     RENSA_CHECK(is_floating(a.dtype()), DtypeError, "multi_node_mean_grad: gradient of ", path, " has dtype ",
                 dtype_name(a.dtype()), "; only floating gradients can be averaged");
     desc += "gradient " + path + " " + describe_array(a) + "\n";
-    count += a.size();
     if (a.device().is_host() && a.is_contiguous()) {
       grads.push_back(a);
       write_back.emplace_back();
@@ -110,95 +109,80 @@ void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
       write_back.push_back(a);
     }
   }
-  std::size_t nbytes = 0;
-  for (const Array& a : grads) nbytes += static_cast<std::size_t>(a.size()) * itemsize(wire_dtype(a.dtype()));
+  const WireLayout lay = layout(grads);
   const Fingerprint fp{static_cast<int64_t>(OpCode::mean_grad),
                        static_cast<int64_t>(options_.allreduce_grad_dtype),
-                       count,
+                       lay.count,
                        -1,
                        static_cast<int64_t>(grads.size()),
                        &desc,
                        "multi_node_mean_grad",
                        "gradients"};
-  run_op(fg_, OpCode::mean_grad, nbytes, fp, checking_, [&] { mean_grads(fg_, grads); });
+  run_op(fg_, OpCode::mean_grad, lay.nbytes, fp, checking_, [&] { mean_grads(fg_, grads, lay); });
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!write_back[i].is_null()) write_back[i].assign(grads[i]);
   }
   after_first_step();
 }
 
-void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads) {
-  const double scale = averages() ? 1.0 / size_ : 1.0;
-  std::vector<Dtype> wires;
-  for (const Array& g : grads) {
-    const Dtype w = wire_dtype(g.dtype());
-    if (std::find(wires.begin(), wires.end(), w) == wires.end()) wires.push_back(w);
-  }
-  for (Dtype wire : wires) {
-    int64_t total = 0;
-    for (const Array& g : grads) total += wire_dtype(g.dtype()) == wire ? g.size() : 0;
-    if (total == 0 || mean_grads_in_segment(ch, grads, wire, scale)) continue;
-    const std::size_t isz = itemsize(wire);
-    const int64_t need = total * static_cast<int64_t>(isz);
+WireLayout CommunicatorImpl::layout(const std::vector<Array>& grads) const {
+  return WireLayout(grads, options_.allreduce_grad_dtype, variant_.per_array);
+}
+
+void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads, const WireLayout& layout) {
+  const bool averages = variant_.info.communicates;
+  const double scale = averages ? 1.0 / topo_.size : 1.0;
+  ReduceContext context(topo_, ch, options_.shared_memory);
+  for (const WireLayout::Pack& p : layout.packs) {
+    if (averages && topo_.inter_size == 1 && mean_grads_in_segment(ch, grads, p, scale)) continue;
+    const std::size_t isz = itemsize(p.wire);
+    const int64_t need = p.count * static_cast<int64_t>(isz);
     if (ch.pack.is_null() || ch.pack.size() < need) ch.pack = Array::empty({need}, Dtype::uint8);
     auto* base = static_cast<char*>(ch.pack.raw_data());
     int64_t off = 0;
-    for (const Array& g : grads) {
-      if (wire_dtype(g.dtype()) != wire) continue;
-      pack(g, base + off * isz, wire, scale);
-      off += g.size();
+    for (std::size_t i : p.members) {
+      pack(grads[i], base + off * isz, p.wire, scale);
+      off += grads[i].size();
     }
-    for (int64_t o = 0; o < total; o += kMaxCount)
-      reduce_wire(ch, base + o * isz, std::min(kMaxCount, total - o), wire);
+    for (int64_t o = 0; o < p.count; o += kMaxCount) {
+      variant_.reduce(context, base + o * isz, std::min(kMaxCount, p.count - o), p.wire);
+    }
     off = 0;
-    for (const Array& g : grads) {
-      if (wire_dtype(g.dtype()) != wire) continue;
-      unpack(base + off * isz, wire, g);
-      off += g.size();
+    for (std::size_t i : p.members) {
+      unpack(base + off * isz, p.wire, grads[i]);
+      off += grads[i].size();
     }
   }
-}
-
-ShmAllreduce* CommunicatorImpl::host_reducer(Channel& ch) {
-  if (!options_.shared_memory || intra_size_ == 1) return nullptr;
-  if (ch.shm_state == 0) {  // the first reduction on this channel: the same point on every rank of the host
-    auto shm = std::make_unique<ShmAllreduce>();
-    ch.shm_state = shm->init(ch.intra.get()) ? 1 : -1;
-    if (ch.shm_state == 1) ch.shm = std::move(shm);
-  }
-  return ch.shm_state > 0 ? ch.shm.get() : nullptr;
 }
 
 bool CommunicatorImpl::shm_allreduce(Channel& ch, const void* in, void* out, int64_t n, Dtype dtype, ReduceOp op) {
-  ShmAllreduce* shm = host_reducer(ch);
+  ShmAllreduce* shm = ch.host_reducer(options_.shared_memory, topo_.intra_size);
   if (!shm) return false;
   shm->allreduce(in, out, n, dtype, op);
   return true;
 }
 
-bool CommunicatorImpl::mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads, Dtype wire,
-                                             double scale) {
-  if (!reduces_within_host()) return false;
-  ShmAllreduce* shm = host_reducer(ch);
+bool CommunicatorImpl::mean_grads_in_segment(Channel& ch, const std::vector<Array>& grads,
+                                             const WireLayout::Pack& pack, double scale) {
+  ShmAllreduce* shm = ch.host_reducer(options_.shared_memory, topo_.intra_size);
   if (!shm) return false;
-  // The gradients travelling as `wire`, each with where it starts in the packed order.
-  std::vector<const Array*> parts;
+  // Where each gradient of the pack starts in the packed order.
   std::vector<int64_t> starts;
   int64_t total = 0;
-  for (const Array& g : grads) {
-    if (wire_dtype(g.dtype()) != wire || g.size() == 0) continue;
-    parts.push_back(&g);
+  for (std::size_t i : pack.members) {
     starts.push_back(total);
-    total += g.size();
+    total += grads[i].size();
   }
   // Calls fn(gradient, first element, count, position in the chunk) for each piece of [off, off + m).
   auto pieces = [&](int64_t off, int64_t m, auto&& fn) {
-    auto i = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), off) - starts.begin() - 1);
-    for (; i < parts.size() && starts[i] < off + m; ++i) {
-      const int64_t b = std::max(off, starts[i]), e = std::min(off + m, starts[i] + parts[i]->size());
-      fn(*parts[i], b - starts[i], e - b, b - off);
+    auto j = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), off) - starts.begin() - 1);
+    for (; j < starts.size() && starts[j] < off + m; ++j) {
+      const Array& g = grads[pack.members[j]];
+      const int64_t b = std::max(off, starts[j]), e = std::min(off + m, starts[j] + g.size());
+      fn(g, b - starts[j], e - b, b - off);
     }
   };
+  const Dtype wire = pack.wire;
   const std::size_t isz = itemsize(wire);
   shm->allreduce(
       total, wire, ReduceOp::sum,

@@ -3,9 +3,11 @@
 // Ranks other than 0 print only their failures (prefixed with the rank).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 #include "rensa/core/array.h"
 #include "tests/mn/mn_test_util.h"
@@ -44,6 +46,30 @@ CommunicatorOptions test_options() {
   o.check_collectives = 1;
   o.timeout = std::chrono::seconds(60);
   return o;
+}
+
+const CommunicatorVariant& variant(const std::string& name) {
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    if (v.name == name) return v;
+  }
+  throw std::invalid_argument("no communicator variant named " + name);
+}
+
+std::vector<int> host_sizes(int ranks_per_host) {
+  const int size = world().size();
+  if (ranks_per_host > 0) {
+    std::vector<int> sizes;
+    for (int first = 0; first < size; first += ranks_per_host) sizes.push_back(std::min(ranks_per_host, size - first));
+    return sizes;
+  }
+  // The world groups by host name: every rank's (host, its size), hosts numbered by their first rank.
+  const Array mine = Array::from_vector(std::vector<int32_t>{world().inter_rank(), world().intra_size()});
+  std::vector<int> sizes(static_cast<std::size_t>(world().inter_size()), 0);
+  for (const Array& a : world().allgather(mine)) {
+    const auto v = a.to_vector<int32_t>();
+    sizes[static_cast<std::size_t>(v[0])] = v[1];
+  }
+  return sizes;
 }
 }  // namespace rensa::mn::testing
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -21,7 +22,9 @@ namespace rensa::mn {
 namespace {
 
 using rensa::test::expect_error;
+using testing::runs_here;
 using testing::test_options;
+using testing::variant;
 using testing::world;
 
 constexpr Dtype kAllDtypes[] = {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16,
@@ -109,11 +112,6 @@ HostLayout host_layout() {
   return l;
 }
 
-bool on_several_hosts() {
-  static const bool several = host_layout().hosts > 1;
-  return several;
-}
-
 TEST(Communicator, Attributes) {
   Communicator& comm = world();
   int rank = -1, size = -1;
@@ -172,22 +170,56 @@ TEST(Communicator, RanksPerHostGroupsRanksIntoHosts) {
   }
 }
 
-TEST(Communicator, EveryNameCreates) {
-  for (const std::string& name : communicator_names()) {
-    if (name == "single_node" && on_several_hosts()) {
-      expect_error<ValueError>([] { create_communicator("single_node", test_options()); }, {"single_node", "hosts"});
+TEST(Communicator, EveryVariantCreates) {
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    if (!runs_here(v)) {
+      expect_error<ValueError>([&] { create_communicator(v.name, test_options()); }, {v.name, "hosts", "use naive, flat"});
       continue;
     }
-    Communicator comm = create_communicator(name, test_options());
-    EXPECT_EQ(comm.name(), name);
+    Communicator comm = create_communicator(v.name, test_options());
+    EXPECT_EQ(comm.name(), v.name);
     EXPECT_EQ(comm.size(), world().size());
   }
 }
 
+// ChainerMN's names come first, in its order; each variant has a summary and runs on one host.
+TEST(Communicator, VariantTable) {
+  const std::vector<std::string> chainermn{"naive", "flat", "hierarchical", "two_dimensional", "single_node", "dummy"};
+  const auto& names = communicator_names();
+  ASSERT_GE(names.size(), chainermn.size());
+  EXPECT_TRUE(std::equal(chainermn.begin(), chainermn.end(), names.begin()));
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    EXPECT_FALSE(v.summary.empty()) << v.name;
+    EXPECT_TRUE(v.accepts({3})) << v.name << ": every variant runs on one host";
+  }
+  EXPECT_FALSE(variant("single_node").accepts({2, 2}));
+  EXPECT_TRUE(variant("two_dimensional").accepts({2, 2}));
+  EXPECT_FALSE(variant("two_dimensional").accepts({3, 1}));
+  EXPECT_TRUE(variant("hierarchical").accepts({3, 1}));
+  EXPECT_FALSE(variant("dummy").communicates);
+}
+
+// docs/mn.md's table of variants is the library's: a row "| `name` | summary |" for each, in order.
+TEST(Communicator, DocsListEveryVariant) {
+  std::ifstream in(std::string(RENSA_SOURCE_DIR) + "/docs/mn.md");
+  ASSERT_TRUE(in) << "docs/mn.md";
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) == 0) rows.push_back(line);
+  }
+  std::size_t at = 0;
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    const std::string row = "| `" + v.name + "` | " + v.summary + " |";
+    const auto it = std::find(rows.begin() + static_cast<std::ptrdiff_t>(at), rows.end(), row);
+    ASSERT_NE(it, rows.end()) << "docs/mn.md has no row, after the previous variant's, reading\n" << row;
+    at = static_cast<std::size_t>(it - rows.begin()) + 1;
+  }
+}
+
 TEST(Communicator, UnknownNameListsTheValidOnes) {
-  expect_error<ValueError>(
-      [] { create_communicator("pure_nccl", test_options()); },
-      {"create_communicator", "pure_nccl", "naive", "flat", "hierarchical", "two_dimensional", "single_node", "dummy"});
+  std::vector<std::string> expected{"create_communicator", "pure_nccl"};
+  for (const std::string& name : communicator_names()) expected.push_back(name);
+  expect_error<ValueError>([] { create_communicator("pure_nccl", test_options()); }, expected);
 }
 
 TEST(Communicator, InvalidOptions) {
@@ -210,7 +242,7 @@ TEST(Communicator, SingleNodeNeedsOneHost) {
   CommunicatorOptions o = test_options();
   o.ranks_per_host = 1;
   expect_error<ValueError>([&] { create_communicator("single_node", o); },
-                           {"single_node", "on " + std::to_string(world().size()) + " hosts"});
+                           {"single_node", "on " + std::to_string(world().size()) + " hosts", "use naive, flat"});
 }
 
 TEST(Communicator, TwoDimensionalNeedsEqualHosts) {
@@ -607,18 +639,19 @@ struct GradCase {
   int ranks_per_host;
   Dtype wire;
   bool shared_memory = true;
+  bool communicates = true;
 };
 
 std::vector<GradCase> grad_cases() {
   std::vector<GradCase> cases;
-  for (const std::string& name : communicator_names()) {
-    std::vector<int> groupings{0};
-    if (name == "hierarchical" || name == "two_dimensional" || name == "flat") groupings = {0, 1, 2, 3};
-    for (int rph : groupings) {
-      if (name == "two_dimensional" && rph == 3) continue;  // hosts of 3 and 1 ranks
+  const int size = world().size();
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    // Every grouping the variant runs on: one host, hosts of one to three ranks (of 4: 3 and 1).
+    for (int rph : {0, 1, 2, 3}) {
+      if (rph > size || !runs_here(v, rph)) continue;
       for (Dtype wire : {Dtype::float32, Dtype::float16, Dtype::bfloat16, Dtype::float64}) {
-        cases.push_back({name, rph, wire});
-        if (name != "dummy") cases.push_back({name, rph, wire, false});
+        cases.push_back({v.name, rph, wire, true, v.communicates});
+        if (v.communicates) cases.push_back({v.name, rph, wire, false, true});
       }
     }
   }
@@ -663,10 +696,7 @@ void expect_mean_grads(const Model& m, int size, const std::string& what) {
 }
 
 TEST(MeanGrad, EveryVariantAndWireDtype) {
-  const int size = world().size();
   for (const GradCase& c : grad_cases()) {
-    if (c.ranks_per_host > size) continue;
-    if (c.name == "single_node" && on_several_hosts()) continue;  // refused (EveryNameCreates)
     CommunicatorOptions o = test_options();
     o.allreduce_grad_dtype = c.wire;
     o.ranks_per_host = c.ranks_per_host;
@@ -677,7 +707,7 @@ TEST(MeanGrad, EveryVariantAndWireDtype) {
     Array W_grad = m.W.grad().array();
     comm.multi_node_mean_grad(m);
     EXPECT_TRUE(m.W.grad().array().shares_storage(W_grad)) << "averaged in place";
-    if (c.name == "dummy") {  // no communication: the local gradients stay
+    if (!c.communicates) {  // the local gradients stay
       Model local(comm.rank());
       set_grads(local, comm.rank());
       EXPECT_TRUE(allclose(m.W.grad().array(), local.W.grad().array())) << case_name(c);
@@ -799,11 +829,14 @@ TEST(MeanGrad, FirstStepChecksThenOff) {
 
 TEST(StartMeanGrad, RequestsRunInOrderBesideBlockingCollectives) {
   const int size = world().size();
-  for (const std::string name : {"flat", "naive", "hierarchical", "two_dimensional"}) {
+  const int ranks_per_host = size >= 4 ? 2 : 1;
+  for (const CommunicatorVariant& variant : communicator_variants()) {
+    if (!variant.communicates || !runs_here(variant, ranks_per_host)) continue;
+    const std::string& name = variant.name;
     for (Dtype wire : {Dtype::float32, Dtype::float16}) {
       CommunicatorOptions o = test_options();
       o.allreduce_grad_dtype = wire;
-      o.ranks_per_host = size >= 4 ? 2 : 1;
+      o.ranks_per_host = ranks_per_host;
       Communicator comm = create_communicator(name, o);
       const int me = comm.rank();
       std::vector<std::vector<Array>> buckets;

@@ -169,10 +169,10 @@ TEST(Split, NestedSplits) {
                                    0, [](int) { return 0; }, [&](int r) { return n - 1 - r; }));
 }
 
-// Options of a parent with simulated hosts of two ranks (single_node: one host).
+// Options of a parent with simulated hosts of two ranks (one host for a variant that needs one).
 CommunicatorOptions host_options(const std::string& name) {
   CommunicatorOptions o = testing::test_options();
-  o.ranks_per_host = name == "single_node" ? world().size() : 2;
+  o.ranks_per_host = testing::runs_here(testing::variant(name), 2) ? 2 : world().size();
   return o;
 }
 

@@ -123,12 +123,17 @@ void expect_matches_single(const Training& run, const OptFactory& make, double t
   for (std::size_t r = 1; r < all.size(); ++r) EXPECT_EQ(all[r], all[0]) << "rank " << r << " differs from rank 0";
 }
 
-const std::vector<std::string> kExactVariants{"naive", "flat", "hierarchical", "two_dimensional", "single_node"};
+// Every variant that averages, over the hosts comm() gives it (scripts/netns-cluster's are real).
+std::vector<std::string> exact_variants() {
+  std::vector<std::string> out;
+  for (const CommunicatorVariant& v : communicator_variants()) {
+    if (v.communicates && testing::runs_here(v, simulated_ranks_per_host(v))) out.push_back(v.name);
+  }
+  return out;
+}
 
 TEST(MultiNodeOptimizer, MatchesSingleProcessForEveryCommunicator) {
-  for (const std::string& name : kExactVariants) {
-    // single_node refuses ranks on several hosts (the simulated hosts of scripts/netns-cluster).
-    if (name == "single_node" && comm().inter_size() > 1) continue;
+  for (const std::string& name : exact_variants()) {
     for (bool overlap : {false, true}) {
       Training run;
       run.name = name;

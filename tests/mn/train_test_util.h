@@ -38,9 +38,16 @@ class CommunicatorCacheCleaner : public ::testing::Environment {
 inline const bool kCommunicatorCacheCleanerRegistered =
     (::testing::AddGlobalTestEnvironment(new CommunicatorCacheCleaner), true);
 
+/// The ranks_per_host comm() gives variant `v`: host-aware variants see two simulated hosts when the
+/// rank count is even, so their intra- and inter-host steps both run on one machine (0: by host name).
+inline int simulated_ranks_per_host(const CommunicatorVariant& v) {
+  if (!v.host_aware) return 0;
+  const int size = testing::world().size();
+  return size % 2 == 0 ? size / 2 : 1;
+}
+
 /// A communicator of variant `name` (cached: one per name and wire dtype; "flat" in float32 is the
-/// world communicator of main()). The hierarchical variants see two simulated hosts when the rank
-/// count is even (ranks_per_host), so their intra- and inter-host steps both run on one machine.
+/// world communicator of main()), over simulated_ranks_per_host.
 inline Communicator comm(const std::string& name = "flat", Dtype wire = Dtype::float32) {
   if (name == "flat" && wire == Dtype::float32) return testing::world();
   auto& cache = communicator_cache();
@@ -49,10 +56,7 @@ inline Communicator comm(const std::string& name = "flat", Dtype wire = Dtype::f
   if (it != cache.end()) return it->second;
   CommunicatorOptions o = testing::test_options();
   o.allreduce_grad_dtype = wire;
-  if (name == "hierarchical" || name == "two_dimensional") {
-    const int size = testing::world().size();
-    o.ranks_per_host = size % 2 == 0 ? size / 2 : 1;
-  }
+  o.ranks_per_host = simulated_ranks_per_host(testing::variant(name));
   Communicator c = create_communicator(name, o);
   cache.emplace(key, c);
   return c;

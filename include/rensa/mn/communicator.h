@@ -177,14 +177,40 @@ class Communicator {
   std::shared_ptr<detail::CommunicatorImpl> impl_;
 };
 
-/// The valid communicator names, in the order error messages list them.
+/// Which groupings of ranks into hosts a communicator variant runs on.
+enum class HostGrouping {
+  any,    ///< every grouping
+  one,    ///< every rank on one host
+  equal,  ///< the same number of ranks on every host
+};
+
+/// A communicator variant as create_communicator knows it: its name and traits. The variants differ
+/// only in how they average gradients (multi_node_mean_grad, start_mean_grad).
+struct CommunicatorVariant {
+  std::string name;
+  /// One line: how gradients are averaged.
+  std::string summary;
+  HostGrouping hosts = HostGrouping::any;
+  /// It takes separate steps within and across hosts (the tests run it over simulated hosts).
+  bool host_aware = false;
+  /// False: gradients keep their local values, nothing is sent (for measuring).
+  bool communicates = true;
+
+  /// Whether the variant runs on hosts of these sizes (ranks per host, by host).
+  bool accepts(const std::vector<int>& host_sizes) const;
+};
+
+/// Every variant, in the order error messages and --communicator help list them.
+const std::vector<CommunicatorVariant>& communicator_variants();
+/// The names of communicator_variants(), in the same order.
 const std::vector<std::string>& communicator_names();
 
 /// Creates a communicator over MPI_COMM_WORLD, initializing MPI (thread level MPI_THREAD_MULTIPLE;
-/// finalized at exit) if the program has not. Collective over MPI_COMM_WORLD. `name`: "naive", "flat",
-/// "hierarchical", "two_dimensional", "single_node", "dummy"; ValueError listing them for an unknown name,
-/// ValueError for invalid options, and for "single_node" over several hosts or "two_dimensional" over
-/// hosts with different numbers of ranks. The first call also makes failures loud: an uncaught
+/// finalized at exit) if the program has not. Collective over MPI_COMM_WORLD. `name`: one of
+/// communicator_names() ("naive", "flat", "hierarchical", "two_dimensional", "single_node", "dummy");
+/// ValueError listing them for an unknown name, ValueError for invalid options, and for a variant
+/// over hosts it does not accept ("single_node" over several hosts, "two_dimensional" over hosts with
+/// different numbers of ranks), naming the variants that would run there. The first call also makes failures loud: an uncaught
 /// exception or a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) prints one line naming the
 /// rank, the host and the operation, and aborts the job with MPI_Abort.
 Communicator create_communicator(std::string_view name = "flat", const CommunicatorOptions& options = {});
