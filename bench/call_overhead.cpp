@@ -3,6 +3,9 @@
 // and no measurable change from function hooks while none is installed.
 #include <benchmark/benchmark.h>
 
+#include <optional>
+
+#include "rensa/core/timeline.h"
 #include "rensa/rensa.h"
 
 namespace F = rensa::functions;
@@ -65,6 +68,24 @@ void BM_UnaryChainTimerHook(benchmark::State& state) {
   BM_UnaryChain(state);
 }
 BENCHMARK(BM_UnaryChainTimerHook)->Unit(benchmark::kMicrosecond);
+
+// One timeline span (rensa/core/timeline.h), off and while recording: what a step's spans cost.
+void BM_TimelineSpan(benchmark::State& state) {
+  constexpr int64_t kKept = int64_t{1} << 16;
+  std::optional<rensa::timeline::Recording> recording;
+  int64_t n = 0;
+  for (auto _ : state) {
+    if (state.range(0) != 0 && n++ % kKept == 0) {  // a fresh recording before the cap: every span kept
+      state.PauseTiming();
+      recording.reset();
+      recording.emplace(kKept);
+      state.ResumeTiming();
+    }
+    rensa::timeline::Span span("forward", rensa::timeline::Category::forward);
+    benchmark::DoNotOptimize(span);
+  }
+}
+BENCHMARK(BM_TimelineSpan)->Arg(0)->Arg(1)->Unit(benchmark::kNanosecond);
 }  // namespace
 
 BENCHMARK_MAIN();

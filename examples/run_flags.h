@@ -1,8 +1,8 @@
 #pragma once
 // What every training example does alike about the life of a run: --resume (a snapshot file, or a
 // directory whose newest snapshot is taken; in one process and under mpirun alike), --keep-snapshots,
-// --profile (time per function and per link, printed at the end), and Ctrl-C or SIGTERM (the step under way finishes, a snapshot is written, a line says how to go
-// on, and the exit status is 128 + the signal).
+// --profile (time per function and per link, printed at the end), and Ctrl-C or SIGTERM (the step under way finishes, a
+// snapshot is written, a line says how to go on, and the exit status is 128 + the signal).
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <iostream>
@@ -21,12 +21,19 @@ struct Flags {
   std::string resume;
   int keep_snapshots = 3;
   bool profile = false;
+  std::string timeline;  // --timeline FILE: extensions::Timeline's file in the output directory
+  /// The log's interval: the timeline's summary goes into every log entry.
+  rensa::training::Trigger log_trigger = {1, "epoch"};
 };
 
-/// Adds --resume, --keep-snapshots and --profile.
+/// Adds --resume, --keep-snapshots, --profile and --timeline.
 inline void add_flags(CLI::App& app, Flags& f) {
   app.add_flag("--profile", f.profile,
                "Time every function (forward and backward) and every link, and print the tables at the end (rank 0)");
+  app.add_option("--timeline", f.timeline,
+                 "Record a timeline of every step (data wait, forward, backward, update, allreduce) and write it "
+                 "to this file in the output directory, in the Chrome trace format (under mpirun: one file per "
+                 "rank and this one merged, on rank 0); its summary goes into the log");
   app.add_option("-r,--resume", f.resume,
                  "Resume from this snapshot file, or from the newest snapshot in this directory (under mpirun: "
                  "the newest iteration every rank has)")
@@ -51,8 +58,9 @@ inline void add_flags(CLI::App& app, Flags& f) {
 inline CLI::Option* add_communicator(CLI::App& app, std::string& name) {
   std::string names;
   for (const auto& n : rensa::mn::communicator_names()) names += (names.empty() ? "" : ", ") + n;
-  return app.add_option("--communicator", name,
-                        "Train data-parallel with this communicator (" + names + ") under mpirun; default: one process");
+  return app.add_option(
+      "--communicator", name,
+      "Train data-parallel with this communicator (" + names + ") under mpirun; default: one process");
 }
 #endif
 
@@ -64,6 +72,9 @@ class Run {
   Run(std::string program, rensa::training::Trainer& trainer, const Flags& flags)
       : program_(std::move(program)), trainer_(trainer), flags_(flags) {
     add_snapshot();
+    if (!flags.timeline.empty()) {
+      trainer.extend(std::make_shared<rensa::extensions::Timeline>(timeline_options()));
+    }
   }
 #ifdef RENSA_WITH_MN
   /// With a valid `comm`, every rank writes its own file per epoch and all ranks stop after the same
@@ -72,8 +83,12 @@ class Run {
       : program_(std::move(program)), trainer_(trainer), flags_(flags), comm_(std::move(comm)) {
     if (!comm_.valid()) {
       add_snapshot();
+      if (!flags.timeline.empty()) {
+        trainer.extend(std::make_shared<rensa::extensions::Timeline>(timeline_options()));
+      }
       return;
     }
+    if (!flags.timeline.empty()) trainer.extend(rensa::mn::timeline(comm_, timeline_options()));
     mn_snapshot_ = rensa::mn::multi_node_snapshot(comm_, {.n_retains = flags.keep_snapshots});
     trainer.extend(mn_snapshot_);
     trainer.extend(rensa::mn::stop_on_signal(comm_, mn_snapshot_));
@@ -137,6 +152,9 @@ class Run {
   }
 
  private:
+  rensa::extensions::TimelineOptions timeline_options() const {
+    return {.filename = flags_.timeline, .trigger = flags_.log_trigger};
+  }
   void add_snapshot() {
     snapshot_ = std::make_shared<rensa::extensions::Snapshot>(
         rensa::extensions::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, flags_.keep_snapshots));

@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
                                                        : rensa::training::Trigger(1, "epoch");
     const rensa::training::Trigger log_interval = test ? rensa::training::Trigger(10, "iteration")
                                                        : rensa::training::Trigger(1, "epoch");
+    rf.log_trigger = log_interval;  // every rank: rensa::mn's timeline summary is collective
 #ifdef RENSA_WITH_MN
     if (multi) {
       trainer.extend(rensa::mn::create_multi_node_evaluator(E::Evaluator(val_iter, *model), comm), "validation",

@@ -19,3 +19,4 @@
 #include "rensa/mn/object.h"
 #include "rensa/mn/scatter.h"
 #include "rensa/mn/snapshot.h"
+#include "rensa/mn/timeline.h"

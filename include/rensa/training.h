@@ -32,6 +32,7 @@
 #include "rensa/extensions/shifts.h"
 #include "rensa/extensions/snapshot.h"
 #include "rensa/extensions/stop_on_signal.h"
+#include "rensa/extensions/timeline.h"
 #include "rensa/extensions/value_observation.h"
 #include "rensa/extensions/variable_statistics_plot.h"
 #include "rensa/iterators/iterator.h"

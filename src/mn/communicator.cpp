@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "rensa/core/timeline.h"
 #include "rensa/mn/mpi.h"
 #include "src/mn/communicator_impl.h"
 #include "src/mn/mpi_util.h"
@@ -313,6 +314,7 @@ detail::CommunicatorImpl& Communicator::impl() const {
 void Communicator::Request::wait() {
   RENSA_CHECK(state_ != nullptr, ValueError, "Communicator::Request::wait: invalid (default-constructed) request");
   {
+    timeline::Span span("wait", timeline::Category::wait);
     std::unique_lock<std::mutex> lock(state_->mutex);
     state_->cv.wait(lock, [&] { return state_->done; });
   }

@@ -1,5 +1,6 @@
 // CommunicatorImpl's start_mean_grad requests: checked, laid out once, and queued (RequestQueue); each
 // runs as a mean_grad collective on the background channel (or the user's, without threads).
+#include "rensa/core/timeline.h"
 #include "src/mn/communicator_impl.h"
 
 namespace rensa::mn::detail {
@@ -27,7 +28,10 @@ void CommunicatorImpl::run_request(Communicator::Request::State& s) {
   const Fingerprint fp{static_cast<int64_t>(OpCode::mean_grad), static_cast<int64_t>(options_.allreduce_grad_dtype),
                        s.layout.count, -1, static_cast<int64_t>(s.grads.size())};
   try {
-    run_op(ch, OpCode::mean_grad, s.layout.nbytes, fp, s.check, [&] { mean_grads(ch, s.grads, s.layout); });
+    run_op(ch, OpCode::mean_grad, s.layout.nbytes, fp, s.check, [&] {
+      timeline::Span span("allreduce", timeline::Category::comm, static_cast<int64_t>(ch.seq));
+      mean_grads(ch, s.grads, s.layout);
+    });
   } catch (...) {
     s.error = std::current_exception();
   }

@@ -1,6 +1,7 @@
 // The multi-node stage: parameter broadcast, and gradient averaging (blocking, bucketed during
 // backward, or double buffered) before the optimizer's own update.
 #include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/core/timeline.h"
 
 #include <algorithm>
 #include <iostream>
@@ -80,6 +81,7 @@ void launch(Communicator& comm, MultiNodeStageState& st, std::vector<Variable> p
 }
 
 void launch_bucket(Communicator& comm, MultiNodeStageState& st, std::size_t b, bool zero_fill) {
+  timeline::Span span("launch bucket", timeline::Category::other, static_cast<int64_t>(b));
   launch(comm, st, st.buckets[b].params, zero_fill);
 }
 

@@ -1,5 +1,6 @@
 #include "src/mn/request_queue.h"
 
+#include "rensa/core/timeline.h"
 #include "rensa/core/error.h"
 
 namespace rensa::mn::detail {
@@ -32,6 +33,7 @@ void RequestQueue::shutdown() {
 }
 
 void RequestQueue::loop() {
+  timeline::set_thread_name("communication");
   for (;;) {
     std::shared_ptr<State> s;
     {

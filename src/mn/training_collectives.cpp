@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "rensa/core/timeline.h"
 #include "src/mn/communicator_helpers.h"
 #include "src/mn/communicator_impl.h"
 #include "src/mn/mpi_util.h"
@@ -86,10 +87,13 @@ void CommunicatorImpl::bcast_data(Link& link) {
 }
 
 void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
+  // The training thread waits for all of it: exposed communication.
+  timeline::Span wait("multi_node_mean_grad", timeline::Category::wait);
   const auto params = link.namedparams(false);
   std::vector<Array> grads;       // what is averaged (host, contiguous)
   std::vector<Array> write_back;  // the gradient each staged copy goes back to (null: averaged in place)
-  std::string desc;
+  const bool check = checking_;
+  std::string desc;  // for the fingerprint check only: a model's worth of formatting per step otherwise
   for (const auto& [path, p] : params) {
     Variable g = p.grad();
     if (g.is_null()) {
@@ -100,7 +104,7 @@ void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
     const Array& a = g.array();
     RENSA_CHECK(is_floating(a.dtype()), DtypeError, "multi_node_mean_grad: gradient of ", path, " has dtype ",
                 dtype_name(a.dtype()), "; only floating gradients can be averaged");
-    desc += "gradient " + path + " " + describe_array(a) + "\n";
+    if (check) desc += "gradient " + path + " " + describe_array(a) + "\n";
     if (a.device().is_host() && a.is_contiguous()) {
       grads.push_back(a);
       write_back.emplace_back();
@@ -118,7 +122,10 @@ void CommunicatorImpl::multi_node_mean_grad(Link& link, bool zero_fill) {
                        &desc,
                        "multi_node_mean_grad",
                        "gradients"};
-  run_op(fg_, OpCode::mean_grad, lay.nbytes, fp, checking_, [&] { mean_grads(fg_, grads, lay); });
+  run_op(fg_, OpCode::mean_grad, lay.nbytes, fp, check, [&] {
+    timeline::Span span("allreduce", timeline::Category::comm, static_cast<int64_t>(fg_.seq));
+    mean_grads(fg_, grads, lay);
+  });
   for (std::size_t i = 0; i < grads.size(); ++i) {
     if (!write_back[i].is_null()) write_back[i].assign(grads[i]);
   }
@@ -139,19 +146,14 @@ void CommunicatorImpl::mean_grads(Channel& ch, const std::vector<Array>& grads, 
     const int64_t need = p.count * static_cast<int64_t>(isz);
     if (ch.pack.is_null() || ch.pack.size() < need) ch.pack = Array::empty({need}, Dtype::uint8);
     auto* base = static_cast<char*>(ch.pack.raw_data());
-    int64_t off = 0;
-    for (std::size_t i : p.members) {
-      pack(grads[i], base + off * isz, p.wire, scale);
-      off += grads[i].size();
-    }
+    timeline::Span pack_span("pack", timeline::Category::copy);
+    for (const auto& m : p.members) pack(grads[m.index], base + m.start * isz, p.wire, scale);
+    pack_span.end();
     for (int64_t o = 0; o < p.count; o += kMaxCount) {
       variant_.reduce(context, base + o * isz, std::min(kMaxCount, p.count - o), p.wire);
     }
-    off = 0;
-    for (std::size_t i : p.members) {
-      unpack(base + off * isz, p.wire, grads[i]);
-      off += grads[i].size();
-    }
+    timeline::Span unpack_span("unpack", timeline::Category::copy);
+    for (const auto& m : p.members) unpack(base + m.start * isz, p.wire, grads[m.index]);
   }
 }
 
@@ -166,26 +168,23 @@ bool CommunicatorImpl::mean_grads_in_segment(Channel& ch, const std::vector<Arra
                                              const WireLayout::Pack& pack, double scale) {
   ShmAllreduce* shm = ch.host_reducer(options_.shared_memory, topo_.intra_size);
   if (!shm) return false;
-  // Where each gradient of the pack starts in the packed order.
-  std::vector<int64_t> starts;
-  int64_t total = 0;
-  for (std::size_t i : pack.members) {
-    starts.push_back(total);
-    total += grads[i].size();
-  }
+  const auto& members = pack.members;
   // Calls fn(gradient, first element, count, position in the chunk) for each piece of [off, off + m).
   auto pieces = [&](int64_t off, int64_t m, auto&& fn) {
-    auto j = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), off) - starts.begin() - 1);
-    for (; j < starts.size() && starts[j] < off + m; ++j) {
-      const Array& g = grads[pack.members[j]];
-      const int64_t b = std::max(off, starts[j]), e = std::min(off + m, starts[j] + g.size());
-      fn(g, b - starts[j], e - b, b - off);
+    auto j = static_cast<std::size_t>(
+        std::upper_bound(members.begin(), members.end(), off, [](int64_t o, const auto& x) { return o < x.start; }) -
+        members.begin() - 1);
+    for (; j < members.size() && members[j].start < off + m; ++j) {
+      const Array& g = grads[members[j].index];
+      const int64_t start = members[j].start;
+      const int64_t b = std::max(off, start), e = std::min(off + m, start + g.size());
+      fn(g, b - start, e - b, b - off);
     }
   };
   const Dtype wire = pack.wire;
   const std::size_t isz = itemsize(wire);
   shm->allreduce(
-      total, wire, ReduceOp::sum,
+      pack.count, wire, ReduceOp::sum,
       [&](int64_t off, int64_t m, void* slot) {
         pieces(off, m, [&](const Array& g, int64_t b, int64_t count, int64_t at) {
           pack_range(g, b, count, static_cast<char*>(slot) + static_cast<std::size_t>(at) * isz, wire, scale);

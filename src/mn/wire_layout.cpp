@@ -18,7 +18,7 @@ WireLayout::WireLayout(const std::vector<Array>& grads, Dtype wire, bool per_arr
     auto it =
         per_array ? packs.end() : std::find_if(packs.begin(), packs.end(), [&](const Pack& p) { return p.wire == w; });
     if (it == packs.end()) it = packs.insert(packs.end(), Pack{w, {}, 0});
-    it->members.push_back(i);
+    it->members.push_back({i, it->count});
     it->count += n;
   }
 }

@@ -16,8 +16,12 @@ Dtype wire_dtype(Dtype wire, Dtype grad);
 struct WireLayout {
   struct Pack {
     Dtype wire = Dtype::float32;
-    std::vector<std::size_t> members;  // indices of the gradients in the pack, in order
-    int64_t count = 0;                 // elements
+    struct Member {
+      std::size_t index;  // of the gradient
+      int64_t start;      // its first element in the pack
+    };
+    std::vector<Member> members;  // in order
+    int64_t count = 0;            // elements
   };
   std::vector<Pack> packs;  // in the order of their first gradient; none empty
   int64_t count = 0;        // elements of every gradient

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rensa/core/config.h"
+#include "rensa/core/timeline.h"
 #include "rensa/functions/basic_math.h"
 #include "rensa/functions/reduction.h"
 #include "src/optimizers/fused_rule.h"
@@ -60,6 +61,7 @@ void Optimizer::update() {
 void Optimizer::update(const std::function<Variable()>& loss_fn) {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
   const auto forward = [&] {
+    timeline::Span span("forward", timeline::Category::forward);
     Variable loss = loss_fn();
     RENSA_CHECK(!loss.is_null(), ValueError, optimizer_name_, "::update: the loss function returned a null variable");
     return loss;
@@ -72,12 +74,16 @@ void Optimizer::update(const std::function<Variable()>& loss_fn) {
   target_->cleargrads();
   // Loss scaling seeds backward with the scale instead of 1.
   if (loss_scale_) loss.set_grad(Variable(Array::full(loss.shape(), *loss_scale_, loss.dtype(), loss.device())));
-  if (stage_) {
-    stage_->around_backward(*this, [&] { loss.backward(); });
-  } else {
-    loss.backward();
+  {
+    timeline::Span span("backward", timeline::Category::backward);
+    if (stage_) {
+      stage_->around_backward(*this, [&] { loss.backward(); });
+    } else {
+      loss.backward();
+    }
+    loss = Variable();  // the graph's memory goes back within the backward span
   }
-  loss = Variable();
+  timeline::Span span("update", timeline::Category::update);
   update();
 }
 

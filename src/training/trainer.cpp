@@ -7,6 +7,7 @@
 
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
+#include "rensa/core/timeline.h"
 #include "rensa/links/link.h"
 #include "rensa/serializers/npz.h"
 
@@ -110,9 +111,14 @@ void Trainer::run() {
       observation_.clear();
       observed_variables_.clear();
       Reporter::Scope scope(reporter_, observation_, &observed_variables_);
-      updater_->update();
+      {
+        timeline::Span step("step", timeline::Category::step);
+        updater_->update();
+      }
       for (Entry* e : order) {
-        if (e->trigger(*this)) (*e->extension)(*this);
+        if (!e->trigger(*this)) continue;
+        timeline::Span span(e->name, timeline::Category::extension);
+        (*e->extension)(*this);
       }
     }
   } catch (...) {

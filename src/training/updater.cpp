@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "rensa/core/error.h"
+#include "rensa/core/timeline.h"
 #include "rensa/datasets/concat_examples.h"
 
 namespace rensa::training {
@@ -93,6 +94,7 @@ void StandardUpdater::update_core() {
   optimizers::Optimizer& optimizer = get_optimizer("main");
   const auto wait_start = std::chrono::steady_clock::now();
   std::vector<Array> arrays;
+  timeline::Span data_span("data", timeline::Category::data);
   if (default_converter_ && device_.is_host() && iterator.stacks_ahead()) {
     std::optional<std::vector<Array>> stacked = iterator.next_arrays();
     RENSA_CHECK(stacked.has_value(), ValueError,
@@ -104,6 +106,7 @@ void StandardUpdater::update_core() {
                 "StandardUpdater::update: the main iterator is exhausted (a training iterator must repeat)");
     arrays = converter_(*batch, device_);
   }
+  data_span.end();
   // The time the step waited for its data: near 0 when the loader keeps up.
   last_data_wait_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
   rensa::report({{"data_wait", last_data_wait_}}, optimizer.target());

@@ -38,12 +38,13 @@ class CommunicatorCacheCleaner : public ::testing::Environment {
 inline const bool kCommunicatorCacheCleanerRegistered =
     (::testing::AddGlobalTestEnvironment(new CommunicatorCacheCleaner), true);
 
-/// The ranks_per_host comm() gives variant `v`: host-aware variants see two simulated hosts when the
-/// rank count is even, so their intra- and inter-host steps both run on one machine (0: by host name).
+/// The ranks_per_host comm() gives variant `v`: two simulated hosts when the rank count is even (one
+/// rank per host when odd) and the variant runs on them, so that its reduction across hosts runs on
+/// one machine (on one host every variant averages through the shared segment); else 0 (by host name).
 inline int simulated_ranks_per_host(const CommunicatorVariant& v) {
-  if (!v.host_aware) return 0;
   const int size = testing::world().size();
-  return size % 2 == 0 ? size / 2 : 1;
+  const int per_host = size % 2 == 0 ? size / 2 : 1;
+  return testing::runs_here(v, per_host) ? per_host : 0;
 }
 
 /// A communicator of variant `name` (cached: one per name and wire dtype; "flat" in float32 is the

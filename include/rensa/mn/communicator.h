@@ -191,8 +191,6 @@ struct CommunicatorVariant {
   /// One line: how gradients are averaged.
   std::string summary;
   HostGrouping hosts = HostGrouping::any;
-  /// It takes separate steps within and across hosts (the tests run it over simulated hosts).
-  bool host_aware = false;
   /// False: gradients keep their local values, nothing is sent (for measuring).
   bool communicates = true;
 

@@ -35,8 +35,7 @@ void reduce(ReduceContext& c, void* data, int64_t count, Dtype wire) {
 RENSA_MN_REGISTER_VARIANT(hierarchical,
                           {.info = {.name = "hierarchical",
                                     .summary = "reduce to the first rank of each host, allreduce among those ranks, "
-                                               "broadcast within each host",
-                                    .host_aware = true},
+                                               "broadcast within each host"},
                            .order = 2,
                            .reduce = reduce});
 

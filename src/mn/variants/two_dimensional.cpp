@@ -51,8 +51,7 @@ RENSA_MN_REGISTER_VARIANT(two_dimensional,
                                     .summary = "reduce-scatter within each host, allreduce of each slice across hosts "
                                                "by the ranks holding it, allgather within each host (hosts must have "
                                                "equal numbers of ranks)",
-                                    .hosts = HostGrouping::equal,
-                                    .host_aware = true},
+                                    .hosts = HostGrouping::equal},
                            .order = 3,
                            .reduce = reduce});
 
