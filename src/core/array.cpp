@@ -14,21 +14,38 @@ namespace rensa {
 
 namespace detail {
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_)
-                                                      : get_backend(device).allocate(nbytes);
-  if (memory_tracking_on()) [[unlikely]] tracked_ = track_allocated(nbytes);
+  data_ =
+      device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_) : get_backend(device).allocate(nbytes);
+  if (memory_tracking_on()) [[unlikely]]
+    tracked_ = track_allocated(nbytes);
 }
 Storage::~Storage() {
-  if (tracked_) [[unlikely]] track_freed(nbytes_);
+  if (tracked_) [[unlikely]]
+    track_freed(nbytes_);
   if (data_ != inline_) get_backend(device_).deallocate(data_, nbytes_);
 }
 }  // namespace detail
 
 Array::Array(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, int64_t offset, Dtype dtype)
-    : storage_(std::move(storage)), shape_(std::move(shape)), strides_(std::move(strides)), offset_(offset),
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
       dtype_(dtype) {}
 
+namespace {
+// Arrays hold data dtypes; a mixed-precision policy (Config::dtype) names none. `op` and the
+// argument go into the message.
+void check_array_dtype(const char* op, Dtype dtype) {
+  RENSA_CHECK(!is_mixed(dtype), DtypeError, op, ": dtype ", dtype_name(dtype),
+              " is a mixed-precision policy for Config::dtype, not an array dtype (its parameters are float32, its "
+              "computations ",
+              dtype == Dtype::mixed16 ? "float16" : "bfloat16", "; pass one of those)");
+}
+}  // namespace
+
 Array Array::empty(const Shape& shape, Dtype dtype, Device device) {
+  check_array_dtype("Array::empty", dtype);
   // Extents are checked one factor at a time so a huge shape is refused instead of wrapping around.
   const uint64_t item = rensa::itemsize(dtype);
   const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / item;
@@ -56,18 +73,29 @@ Array Array::empty(const Shape& shape, Dtype dtype, Device device, MemoryFormat 
   return nhwc.transpose(Shape{0, 3, 1, 2});
 }
 
-Array Array::zeros(const Shape& shape, Dtype dtype, Device device) { return full(shape, 0.0, dtype, device); }
-Array Array::ones(const Shape& shape, Dtype dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Array Array::zeros(const Shape& shape, Dtype dtype, Device device) {
+  check_array_dtype("Array::zeros", dtype);
+  return full(shape, 0.0, dtype, device);
+}
+Array Array::ones(const Shape& shape, Dtype dtype, Device device) {
+  check_array_dtype("Array::ones", dtype);
+  return full(shape, 1.0, dtype, device);
+}
 
 Array Array::full(const Shape& shape, double value, Dtype dtype, Device device) {
+  check_array_dtype("Array::full", dtype);
   Array a = empty(shape, dtype, device);
   a.fill(value);
   return a;
 }
 
-Array Array::scalar(double value, Dtype dtype, Device device) { return full(Shape{}, value, dtype, device); }
+Array Array::scalar(double value, Dtype dtype, Device device) {
+  check_array_dtype("Array::scalar", dtype);
+  return full(Shape{}, value, dtype, device);
+}
 
 Array Array::arange(double start, double stop, double step, Dtype dtype, Device device) {
+  check_array_dtype("Array::arange", dtype);
   RENSA_CHECK(step != 0.0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), ValueError,
               "Array::arange: invalid arguments start=", start, " stop=", stop, " step=", step);
   const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((stop - start) / step)));
@@ -83,6 +111,7 @@ Array Array::arange(int64_t n, Dtype dtype, Device device) {
 }
 
 Array Array::linspace(double start, double stop, int64_t num, bool endpoint, Dtype dtype, Device device) {
+  check_array_dtype("Array::linspace", dtype);
   RENSA_CHECK(num >= 0, ValueError, "Array::linspace: negative num ", num);
   Array host = empty(Shape{num}, Dtype::float64, Device::cpu());
   double* p = host.data<double>();
@@ -93,7 +122,9 @@ Array Array::linspace(double start, double stop, int64_t num, bool endpoint, Dty
   return host.astype(dtype).to(device);
 }
 
-Device Array::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+Device Array::device() const {
+  return storage_ ? storage_->device() : Device::cpu();
+}
 
 bool Array::is_contiguous() const {
   if (shape_.numel() == 0) return true;  // no elements: any strides will do (whichever axis is 0)
@@ -148,12 +179,12 @@ Array Array::reshape(const Shape& new_shape) const {
     }
   }
   if (infer >= 0) {
-    RENSA_CHECK(known != 0 && size() % known == 0, ShapeError, "reshape: cannot reshape array of shape ",
-                shape_, " into ", new_shape);
+    RENSA_CHECK(known != 0 && size() % known == 0, ShapeError, "reshape: cannot reshape array of shape ", shape_,
+                " into ", new_shape);
     shape[static_cast<std::size_t>(infer)] = size() / known;
   }
-  RENSA_CHECK(shape.numel() == size(), ShapeError, "reshape: cannot reshape array of shape ", shape_, " (size ",
-              size(), ") into ", new_shape);
+  RENSA_CHECK(shape.numel() == size(), ShapeError, "reshape: cannot reshape array of shape ", shape_, " (size ", size(),
+              ") into ", new_shape);
   if (shape == shape_) return *this;
   if (is_contiguous()) return Array(storage_, shape, contiguous_strides(shape), offset_, dtype_);
   // Try a view: split/merge runs of axes that are contiguous with respect to each other (NumPy's
@@ -172,8 +203,10 @@ Array Array::reshape(const Shape& new_shape) const {
   while (ni < nn && oi < on) {
     int64_t np = shape[ni], op = old_shape[oi];
     while (np != op) {
-      if (np < op) np *= shape[nj++];
-      else op *= old_shape[oj++];
+      if (np < op)
+        np *= shape[nj++];
+      else
+        op *= old_shape[oj++];
     }
     for (std::size_t k = oi; k + 1 < oj; ++k) {
       if (old_strides[k] != old_shape[k + 1] * old_strides[k + 1]) ok = false;
@@ -265,8 +298,8 @@ Array Array::index(const std::vector<Index>& indices) const {
     if (std::holds_alternative<Ellipsis>(ix)) ++ellipses;
   }
   RENSA_CHECK(ellipses <= 1, IndexError, "index: an index can only have a single ellipsis");
-  RENSA_CHECK(consumed <= shape_.size(), IndexError, "index: too many indices (", consumed,
-              ") for an array of shape ", shape_);
+  RENSA_CHECK(consumed <= shape_.size(), IndexError, "index: too many indices (", consumed, ") for an array of shape ",
+              shape_);
   Shape shape, strides;
   int64_t offset = offset_;
   std::size_t axis = 0;
@@ -358,7 +391,9 @@ Array Array::copy() const {
   return out;
 }
 
-Array Array::contiguous() const { return is_contiguous() ? *this : copy(); }
+Array Array::contiguous() const {
+  return is_contiguous() ? *this : copy();
+}
 
 Array Array::to_memory_format(MemoryFormat format) const {
   if (format == MemoryFormat::contiguous) return contiguous();
@@ -372,6 +407,7 @@ Array Array::to_memory_format(MemoryFormat format) const {
 
 Array Array::astype(Dtype dtype) const {
   RENSA_CHECK(!is_null(), ValueError, "Array::astype: null array");
+  check_array_dtype("Array::astype", dtype);
   Array out = empty(shape_, dtype, device());
   RENSA_KERNEL(device(), copy, "Array::astype")(*this, out);
   return out;
@@ -395,8 +431,8 @@ Array Array::to(Device target) const {
 
 void Array::assign(const Array& src) const {
   RENSA_CHECK(!is_null() && !src.is_null(), ValueError, "Array::assign: null array");
-  RENSA_CHECK(src.device() == device(), DeviceError, "Array::assign: source on ", src.device(),
-              ", destination on ", device());
+  RENSA_CHECK(src.device() == device(), DeviceError, "Array::assign: source on ", src.device(), ", destination on ",
+              device());
   RENSA_KERNEL(device(), copy, "Array::assign")(src.broadcast_to(shape_), *this);
 }
 

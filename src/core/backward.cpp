@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <optional>
 #include <queue>
 #include <unordered_set>
 
@@ -37,23 +39,29 @@ Variable add_grads(const Variable& a, const Variable& b) {
 class Engine {
  public:
   Engine(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs, bool retain_graph,
-         bool double_backprop, bool retain_grad)
-      : retain_graph_(retain_graph), double_backprop_(double_backprop), retain_grad_(retain_grad),
+         bool double_backprop, bool retain_grad, std::optional<double> loss_scale = std::nullopt)
+      : retain_graph_(retain_graph),
+        double_backprop_(double_backprop),
+        retain_grad_(retain_grad),
+        loss_scale_(loss_scale),
         epoch_(g_epoch.fetch_add(1, std::memory_order_relaxed) + 1),
         observed_(detail::forward_observed() || config().debug) {
-    RENSA_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError, "backward: ",
-                outputs.size(), " outputs but ", grad_outputs.size(), " gradients");
+    RENSA_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), ValueError, "backward: ", outputs.size(),
+                " outputs but ", grad_outputs.size(), " gradients");
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const Variable& y = outputs[i];
       RENSA_CHECK(!y.is_null(), ValueError, "backward: output ", i, " is null");
       Variable gy = grad_outputs.empty() ? Variable() : grad_outputs[i];
       if (gy.is_null()) {
-        RENSA_CHECK(y.size() == 1, ShapeError, "backward: a gradient can be created implicitly only for outputs of "
-                    "one element; output ", i, " has shape ", y.shape(), " (set its grad first)");
-        gy = Variable(Array::ones(y.shape(), y.dtype(), y.device()));
+        RENSA_CHECK(y.size() == 1, ShapeError,
+                    "backward: a gradient can be created implicitly only for outputs of "
+                    "one element; output ",
+                    i, " has shape ", y.shape(), " (set its grad first)");
+        gy = Variable(loss_scale ? Array::full(y.shape(), *loss_scale, y.dtype(), y.device())
+                                 : Array::ones(y.shape(), y.dtype(), y.device()));
       } else {
-        RENSA_CHECK(gy.shape() == y.shape() && gy.dtype() == y.dtype(), ShapeError, "backward: gradient ",
-                    gy.shape(), " ", gy.dtype(), " does not match output ", i, " ", y.shape(), " ", y.dtype());
+        RENSA_CHECK(gy.shape() == y.shape() && gy.dtype() == y.dtype(), ShapeError, "backward: gradient ", gy.shape(),
+                    " ", gy.dtype(), " does not match output ", i, " ", y.shape(), " ", y.dtype());
       }
       const auto& node = y.node();
       RENSA_CHECK(node->requires_grad || node->creator, ValueError, "backward: output ", i,
@@ -150,7 +158,8 @@ class Engine {
                 [](const FunctionNode* a, const FunctionNode* b) { return a->generation() < b->generation(); });
       std::erase_if(reached, [this](const FunctionNode* f) {
         for (const auto& in : f->inputs()) {
-          if (in && in->requires_grad && (captured_here(in.get()) || (in->creator && needed_.count(in->creator.get()) != 0))) {
+          if (in && in->requires_grad &&
+              (captured_here(in.get()) || (in->creator && needed_.count(in->creator.get()) != 0))) {
             needed_.insert(f);
             return false;
           }
@@ -220,6 +229,7 @@ class Engine {
     }
     var->grad = g.impl();
     if (leaf) {
+      var->grad_loss_scale = loss_scale_;
       Variable v(var);
       for (const auto& h : var->hooks) {
         h->grad_final(v);
@@ -278,9 +288,9 @@ class Engine {
       if (!targets[i]) continue;
       const std::shared_ptr<VariableNode> in = ins[i];
       if (any && !gxs[i].is_null()) {
-        RENSA_CHECK(gxs[i].shape() == in->shape && gxs[i].dtype() == in->dtype, ShapeError, "backward of '",
-                    f->label(), "' returned a gradient of ", gxs[i].shape(), " ", gxs[i].dtype(), " for input ", i,
-                    " of ", in->shape, " ", in->dtype);
+        RENSA_CHECK(gxs[i].shape() == in->shape && gxs[i].dtype() == in->dtype, ShapeError, "backward of '", f->label(),
+                    "' returned a gradient of ", gxs[i].shape(), " ", gxs[i].dtype(), " for input ", i, " of ",
+                    in->shape, " ", in->dtype);
         accumulate(in, std::move(gxs[i]));
       }
       if (--in->pending == 0) finalize(in.get());
@@ -319,6 +329,7 @@ class Engine {
     Variable grad;
   };
   bool retain_graph_, double_backprop_, retain_grad_;
+  std::optional<double> loss_scale_;
   uint64_t epoch_;
   bool observed_;  // hooks or debug mode, read once per backward
   std::vector<Seed> seeds_;
@@ -334,8 +345,10 @@ class Engine {
 
 void backward(const std::vector<Variable>& outputs, const std::vector<Variable>& grad_outputs,
               const BackwardOptions& options) {
+  RENSA_CHECK(!options.loss_scale || (*options.loss_scale > 0 && std::isfinite(*options.loss_scale)), ValueError,
+              "backward: loss_scale must be a positive number, got ", options.loss_scale.value_or(0));
   Engine engine(outputs, grad_outputs, options.retain_graph || options.enable_double_backprop,
-                options.enable_double_backprop, options.retain_grad);
+                options.enable_double_backprop, options.retain_grad, options.loss_scale);
   engine.run();
 }
 

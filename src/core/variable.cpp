@@ -21,14 +21,16 @@ void Variable::require_impl(const char* op) const {
   RENSA_CHECK(impl_ != nullptr, ValueError, op, ": null variable");
 }
 
-void Variable::throw_null(const char* op) { RENSA_THROW(ValueError, op, ": null variable"); }
+void Variable::throw_null(const char* op) {
+  RENSA_THROW(ValueError, op, ": null variable");
+}
 
 void Variable::set_array(Array data) const {
   require_impl("Variable::set_array");
   if (impl_->node && impl_->node->creator) {
     RENSA_CHECK(data.shape() == impl_->data.shape() && data.dtype() == impl_->data.dtype(), ShapeError,
-                "Variable::set_array: a variable with a creator keeps its shape and dtype: ", impl_->data.shape(),
-                " ", impl_->data.dtype(), " vs ", data.shape(), " ", data.dtype());
+                "Variable::set_array: a variable with a creator keeps its shape and dtype: ", impl_->data.shape(), " ",
+                impl_->data.dtype(), " vs ", data.shape(), " ", data.dtype());
   }
   impl_->data = std::move(data);
   if (impl_->node) {
@@ -41,6 +43,18 @@ void Variable::set_array(Array data) const {
 Variable Variable::grad() const {
   require_impl("Variable::grad");
   return Variable(impl_->grad);
+}
+
+std::optional<double> Variable::grad_loss_scale() const {
+  require_impl("Variable::grad_loss_scale");
+  return impl_->grad_loss_scale;
+}
+
+void Variable::set_grad_loss_scale(std::optional<double> scale) const {
+  require_impl("Variable::set_grad_loss_scale");
+  RENSA_CHECK(!scale || (*scale > 0 && std::isfinite(*scale)), ValueError,
+              "Variable::set_grad_loss_scale: the scale must be a positive number, got ", scale.value_or(0));
+  impl_->grad_loss_scale = scale;
 }
 
 void Variable::set_grad(const Variable& grad) const {
@@ -189,10 +203,16 @@ std::string Variable::debug_print() const {
   const bool has_data = impl_ && !impl_->data.is_null();
   const Array data = has_data ? impl_->data : Array();
   os << "\n- device: ";
-  if (has_data) os << data.device(); else os << "None";
+  if (has_data)
+    os << data.device();
+  else
+    os << "None";
   os << "\n- backend: " << (has_data ? "rensa::Array" : "None");
   os << "\n- shape: ";
-  if (has_data) os << data.shape(); else os << "None";
+  if (has_data)
+    os << data.shape();
+  else
+    os << "None";
   os << "\n- dtype: " << (has_data ? dtype_name(data.dtype()) : std::string_view("None"));
   os << "\n- statistics: " << (has_data && data.device().is_host() ? statistics(data) : "None");
   os << "\n- grad: ";

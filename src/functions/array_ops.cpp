@@ -276,6 +276,9 @@ Variable get_item(const Variable& x, const std::vector<Index>& indices) {
 Variable cast(const Variable& x, Dtype dtype) {
   rensa::detail::ForwardEntry entry("cast", x);
   check_not_null("cast", x);
+  RENSA_CHECK(!is_mixed(dtype), DtypeError, "cast: dtype ", dtype_name(dtype),
+              " is a mixed-precision policy for Config::dtype, not an array dtype (its parameters are float32, its "
+              "computations ", dtype == Dtype::mixed16 ? "float16" : "bfloat16", "; cast to one of those)");
   if (x.dtype() == dtype) return x;
   Array y = x.array().astype(dtype);
   // Integer results (or integer sources) carry no gradient.

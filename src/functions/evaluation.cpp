@@ -157,7 +157,8 @@ Variable r2_score(const Variable& pred, const Variable& truth, std::string_view 
   if (average) {
     double m = 0.0;
     for (double v : r2) m += v;
-    out = Array::scalar(r2.empty() ? std::numeric_limits<double>::quiet_NaN() : m / static_cast<double>(r2.size()));
+    out = Array::scalar(r2.empty() ? std::numeric_limits<double>::quiet_NaN() : m / static_cast<double>(r2.size()),
+                        Dtype::float64);
   }
   return Variable(out.astype(pred.dtype()).to(pred.device()));
 }

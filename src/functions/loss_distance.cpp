@@ -14,8 +14,7 @@ namespace rensa::functions {
 namespace {
 
 // x0 and x1 floating, of one dtype, device and shape.
-void check_pair(const char* op, const Variable& x0, const Variable& x1, const char* n0 = "x0",
-                const char* n1 = "x1") {
+void check_pair(const char* op, const Variable& x0, const Variable& x1, const char* n0 = "x0", const char* n1 = "x1") {
   detail::check_floating(op, x0, n0);
   detail::check_floating(op, x1, n1);
   detail::check_same_dtype_device(op, {&x0, &x1});
@@ -108,11 +107,11 @@ Variable contrastive(const Variable& x0, const Variable& x1, const Array& y, dou
   const Variable dist_sq = sum(square(sub(x0, x1)), Shape{1});
   // d floored at 1e-7 for the hinge term, whose gradient divides by d.
   const double floor = 1e-7;
-  const Variable dist = sqrt(maximum(dist_sq, Variable(Array::full(dist_sq.shape(), floor * floor, x0.dtype(),
-                                                                  x0.device()))));
+  const Variable dist =
+      sqrt(maximum(dist_sq, Variable(Array::full(dist_sq.shape(), floor * floor, x0.dtype(), x0.device()))));
   const Variable gap = relu(rsub(dist, margin));
-  const Variable per_pair = mul(add(mul(dist_sq, constant(similar, {n}, x0)), mul(square(gap), constant(dissimilar, {n}, x0))),
-                                0.5);
+  const Variable per_pair =
+      mul(add(mul(dist_sq, constant(similar, {n}, x0)), mul(square(gap), constant(dissimilar, {n}, x0))), 0.5);
   return mean_over_n ? mean(per_pair) : per_pair;
 }
 
@@ -127,7 +126,9 @@ Variable triplet(const Variable& anchor, const Variable& positive, const Variabl
               ": inputs must have at least 2 axes and a nonempty batch, got ", anchor.shape());
   const Variable gap = sub(sum(square(sub(anchor, positive)), Shape{1}), sum(square(sub(anchor, negative)), Shape{1}));
   const Variable loss = relu(add(gap, margin));
-  return mean_all ? mean(loss) : loss;
+  // Chainer's mean: the sum over every element divided by the batch size (not by the element count,
+  // which differs for inputs of more than 2 axes).
+  return mean_all ? sum(loss) / static_cast<double>(anchor.shape()[0]) : loss;
 }
 
 }  // namespace rensa::functions

@@ -1,13 +1,14 @@
 // The multi-node stage: parameter broadcast, and gradient averaging (blocking, bucketed during
 // backward, or double buffered) before the optimizer's own update.
 #include "rensa/mn/multi_node_optimizer.h"
-#include "rensa/core/timeline.h"
 
 #include <algorithm>
 #include <iostream>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "rensa/core/timeline.h"
 
 namespace rensa::mn {
 namespace detail {
@@ -23,6 +24,7 @@ struct InFlight {
   Communicator::Request request;
   std::vector<Variable> params;
   std::vector<Array> grads;
+  std::vector<std::optional<double>> scales;  // the loss scale each gradient carries (double buffering)
 };
 
 struct MultiNodeStageState {
@@ -74,6 +76,7 @@ void launch(Communicator& comm, MultiNodeStageState& st, std::vector<Variable> p
     }
     f.params.push_back(p);
     f.grads.push_back(g.array());
+    f.scales.push_back(p.grad_loss_scale());
   }
   if (f.params.empty()) return;
   f.request = comm.start_mean_grad(f.grads);
@@ -291,13 +294,14 @@ bool MultiNodeStage::average(Link& target, bool overlapped) {
       const Array& g = f.grads[i];
       // Only gradients loaded from a snapshot can disagree: averaged ones were taken from p itself.
       const bool initialized = !p.array().is_null();
-      RENSA_CHECK(initialized && p.shape() == g.shape() && p.dtype() == g.dtype(), ValueError,
-                  "MultiNodeStage: the pending gradient of parameter '", p.name(), "' is ", g.shape(), " ",
-                  g.dtype(), " but the parameter is ",
-                  initialized ? to_string(p.shape()) + " " + std::string(dtype_name(p.dtype()))
-                              : std::string("uninitialized"),
-                  " (was the snapshot written for another model?)");
+      RENSA_CHECK(
+          initialized && p.shape() == g.shape() && p.dtype() == g.dtype(), ValueError,
+          "MultiNodeStage: the pending gradient of parameter '", p.name(), "' is ", g.shape(), " ", g.dtype(),
+          " but the parameter is ",
+          initialized ? to_string(p.shape()) + " " + std::string(dtype_name(p.dtype())) : std::string("uninitialized"),
+          " (was the snapshot written for another model?)");
       p.set_grad(Variable(g));
+      p.set_grad_loss_scale(f.scales[i]);  // the scale of its own step's backward
     }
   }
   return true;
@@ -311,15 +315,18 @@ void MultiNodeStage::serialize(optimizers::Optimizer& optimizer, serializers::Se
   if (!s.is_loading()) {
     // The averaged gradients to apply at the next update, by parameter path.
     wait_all(st.pending);
-    std::unordered_map<VariableId, Array> grads;
+    std::unordered_map<VariableId, std::pair<Array, std::optional<double>>> grads;
     for (InFlight& f : st.pending) {
-      for (std::size_t i = 0; i < f.params.size(); ++i) grads[f.params[i].id()] = f.grads[i];
+      for (std::size_t i = 0; i < f.params.size(); ++i) grads[f.params[i].id()] = {f.grads[i], f.scales[i]};
     }
     int64_t n = static_cast<int64_t>(grads.size());
     ms.scalar("n_pending", n);
     for (const auto& [path, p] : target->namedparams(false)) {
       const auto it = grads.find(p.id());
-      if (it != grads.end()) ms.child("pending").array(path.substr(1), it->second);
+      if (it == grads.end()) continue;
+      ms.child("pending").array(path.substr(1), it->second.first);
+      if (double scale = it->second.second.value_or(0); scale > 0)
+        ms.child("pending_loss_scale").scalar(path.substr(1), scale);
     }
     return;
   }
@@ -343,17 +350,30 @@ void MultiNodeStage::serialize(optimizers::Optimizer& optimizer, serializers::Se
     if (initialized) g = Array::zeros(p.shape(), p.dtype(), p.device());
     ps.array(path.substr(1), g);
     if (!initialized) g = g.copy();  // an adopted array may alias the deserializer's
+    std::optional<double> scale;
+    if (serializers::Serializer& ss = ms.child("pending_loss_scale"); ss.contains(path.substr(1))) {
+      double v = 0;
+      ss.scalar(path.substr(1), v);
+      scale = v;
+    }
     f.params.push_back(p);
     f.grads.push_back(std::move(g));
+    f.scales.push_back(scale);
   }
   RENSA_CHECK(static_cast<int64_t>(f.params.size()) == n, ValueError, "MultiNodeStage::serialize: ", n,
               " pending gradients were saved but ", f.params.size(), " match parameters of the model");
   st.pending.push_back(std::move(f));
 }
 
-std::size_t MultiNodeStage::num_buckets() const { return state_->buckets.size(); }
-const std::vector<GradientBucket>& MultiNodeStage::buckets() const { return state_->buckets; }
-std::size_t MultiNodeStage::buckets_launched_during_backward() const { return state_->launched_during_backward; }
+std::size_t MultiNodeStage::num_buckets() const {
+  return state_->buckets.size();
+}
+const std::vector<GradientBucket>& MultiNodeStage::buckets() const {
+  return state_->buckets;
+}
+std::size_t MultiNodeStage::buckets_launched_during_backward() const {
+  return state_->launched_during_backward;
+}
 
 MultiNodeStage& add_multi_node_stage(optimizers::Optimizer& optimizer, Communicator comm,
                                      MultiNodeOptimizerOptions options) {

@@ -42,7 +42,7 @@ void Optimizer::setup(Link& link) {
 void Optimizer::update() {
   RENSA_CHECK(target_ != nullptr, ValueError, optimizer_name_, "::update: no target; call setup(link) first");
   if (stage_ && !stage_->after_backward(*this)) return;
-  if (loss_scale_ && !unscale_gradients()) {
+  if (!unscale_gradients()) {
     update_loss_scale();
     return;
   }
@@ -55,7 +55,7 @@ void Optimizer::update() {
     if (!slot) slot = make_rule();
     slot->update(param);
   }
-  if (loss_scale_) update_loss_scale();
+  update_loss_scale();
 }
 
 void Optimizer::update(const std::function<Variable()>& loss_fn) {
@@ -72,14 +72,15 @@ void Optimizer::update(const std::function<Variable()>& loss_fn) {
     loss = forward();
   }
   target_->cleargrads();
-  // Loss scaling seeds backward with the scale instead of 1.
-  if (loss_scale_) loss.set_grad(Variable(Array::full(loss.shape(), *loss_scale_, loss.dtype(), loss.device())));
+  // Loss scaling seeds backward with the scale instead of 1, and the parameters' gradients record it.
+  BackwardOptions options;
+  options.loss_scale = loss_scale_;
   {
     timeline::Span span("backward", timeline::Category::backward);
     if (stage_) {
-      stage_->around_backward(*this, [&] { loss.backward(); });
+      stage_->around_backward(*this, [&] { loss.backward(options); });
     } else {
-      loss.backward();
+      loss.backward(options);
     }
     loss = Variable();  // the graph's memory goes back within the backward span
   }
@@ -150,10 +151,10 @@ UpdateRule* Optimizer::rule(const Variable& param) {
 
 void Optimizer::loss_scaling(int64_t interval, std::optional<double> scale) {
   if (scale) {
+    // As Chainer's: the scale only; a dynamic rule stays dynamic, from this scale on.
     RENSA_CHECK(*scale > 0 && std::isfinite(*scale), ValueError, optimizer_name_,
                 "::loss_scaling: the scale must be a positive number, got ", *scale);
     loss_scale_ = *scale;
-    loss_scaling_dynamic_ = false;
   } else {
     RENSA_CHECK(interval >= 1, ValueError, optimizer_name_, "::loss_scaling: interval must be at least 1, got ",
                 interval);
@@ -169,7 +170,7 @@ bool Optimizer::unscale_gradients() {
   auto guard = no_backprop_mode();
   const std::vector<Variable> params = target_->params(false);
   loss_scaling_isnan_ = false;
-  if (loss_scaling_dynamic_) {
+  if (loss_scale_ && loss_scaling_dynamic_) {
     for (const Variable& p : params) {
       const Variable g = p.grad();
       if (g.is_null() || g.size() == 0) continue;
@@ -180,16 +181,20 @@ bool Optimizer::unscale_gradients() {
       }
     }
   }
-  const double inverse = 1.0 / *loss_scale_;
+  // Each gradient is divided by the scale its backward applied (none: a backward without
+  // loss_scale, as a hand-written loss.backward()), once.
   for (const Variable& p : params) {
+    const std::optional<double> scale = p.grad_loss_scale();
+    if (!scale) continue;
     const Variable g = p.grad();
-    if (!g.is_null()) g.array().assign(functions::mul(g, inverse).array());
+    if (!g.is_null() && *scale != 1.0) g.array().assign(functions::mul(g, 1.0 / *scale).array());
+    p.set_grad_loss_scale(std::nullopt);
   }
   return true;
 }
 
 void Optimizer::update_loss_scale() {
-  if (!loss_scaling_dynamic_) return;
+  if (!loss_scale_ || !loss_scaling_dynamic_) return;
   const double multiplier = loss_scaling_isnan_ ? 0.5 : loss_scaling_isnan_ever_ ? loss_scaling_multiplier_ : 2.0;
   loss_scale_ = std::clamp(*loss_scale_ * multiplier, 1.0, kLossScaleMax);
 }
@@ -205,6 +210,13 @@ void Optimizer::serialize(serializers::Serializer& s) {
   }
   if (target_ != nullptr) serialize_rules(s);
   serializers::Serializer& ls = s.child("loss_scaling");
+  if (s.is_loading() && !loss_scale_ && ls.contains("scale")) {
+    double scale = 0;
+    ls.scalar("scale", scale);
+    RENSA_THROW(ValueError, optimizer_name_, "::serialize: the snapshot holds loss-scaling state (scale ", scale,
+                ") but this optimizer has no loss scaling; call loss_scaling() (or set_loss_scale) before loading, "
+                "as the run that wrote it did");
+  }
   if (loss_scale_ && (!s.is_loading() || ls.contains("scale"))) {
     double scale = *loss_scale_;
     ls.scalar("scale", scale);
@@ -310,8 +322,7 @@ void UpdateRule::serialize_fp32_param(serializers::Serializer& s, const Variable
   fp32_param_ = Array();
   // A snapshot without a master (taken without use_fp32_update, or before the first update) leaves
   // the master to be made from the parameter at the next update.
-  if (!use_fp32_update_ || param.is_null() || param.array().is_null() || !is_half(param.dtype()) ||
-      !s.contains(kKey)) {
+  if (!use_fp32_update_ || param.is_null() || param.array().is_null() || !is_half(param.dtype()) || !s.contains(kKey)) {
     return;
   }
   Array loaded;

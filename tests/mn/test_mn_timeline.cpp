@@ -20,18 +20,6 @@ namespace {
 using rensa::test::expect_error;
 using rensa::testing_training::TempDir;
 
-std::shared_ptr<datasets::TupleDataset> numbered(int64_t n) {
-  std::vector<float> x;
-  std::vector<int32_t> t;
-  for (int64_t i = 0; i < n; ++i) {
-    x.push_back(static_cast<float>(i % 7) - 3.0f);
-    x.push_back(static_cast<float>(i % 5) * 0.5f);
-    t.push_back(static_cast<int32_t>(i % 3));
-  }
-  return std::make_shared<datasets::TupleDataset>(
-      std::vector<Array>{Array::from_vector(x, {n, 2}), Array::from_vector(t, {n})});
-}
-
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in) << path;
@@ -42,7 +30,7 @@ TEST(MultiNodeTimeline, PerRankAndMergedFiles) {
   Communicator c = comm();
   const int me = c.rank(), n = c.size();
   TempDir dir("mn_timeline");
-  const auto data = scatter_dataset(numbered(16 * n), c, {.shuffle = false, .seed = 0});
+  const auto data = scatter_dataset(three_class_points(16 * n), c, {.shuffle = false, .seed = 0});
   L::Classifier model(std::make_shared<L::Linear>(2, 3, L::LinearOptions{.seed = 3}));
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::SGD>(0.1), c, {.bucket_cap = 16});
   opt->setup(model);

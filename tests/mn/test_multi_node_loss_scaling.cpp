@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/serializers/npz.h"
 #include "tests/mn/train_test_util.h"
 
 namespace rensa::mn::test {
@@ -45,6 +46,47 @@ TEST(MultiNodeLossScaling, EveryRankSkipsWhenOneOverflows) {
     const auto scales = allgather_values({*opt.loss_scale()});
     for (const auto& s : scales) EXPECT_EQ(s[0], 2.0 * std::pow(2.0, 1.0 / 8.0)) << name;
   }
+}
+
+// Double buffering applies each step's gradients one step later, when the dynamic scale has
+// doubled: each must be divided by the scale of its own backward (regression: it was divided by the
+// scale of the step applying it, halving every update). Powers of two are exact in float64, so the
+// run equals one without loss scaling bit for bit; also across a snapshot taken between two steps.
+TEST(MultiNodeLossScaling, DoubleBufferingUnscalesEachGradientByItsOwnScale) {
+  Communicator c = comm();
+  auto loss = [&](Model& m, int t) {
+    const std::vector<double> x{1.0 + c.rank() + t, 0.5 * t, -1.0};
+    return F::sum(F::mul(m.W, Variable(Array::from_vector<double>(x))));
+  };
+  auto make = [&](Model& m, optimizers::SGD& opt, bool scaled) {
+    add_multi_node_stage(opt, c, {.double_buffering = true});
+    opt.setup(m);
+    if (scaled) opt.loss_scaling();
+  };
+  auto run = [&](bool scaled, bool through_snapshot) {
+    Model m;
+    optimizers::SGD opt(0.1);
+    make(m, opt, scaled);
+    for (int t = 0; t < 3; ++t) opt.update([&] { return loss(m, t); });
+    if (!through_snapshot) {
+      for (int t = 3; t < 5; ++t) opt.update([&] { return loss(m, t); });
+      return m.W.array().to_vector<double>();
+    }
+    serializers::DictionarySerializer s;
+    opt.serialize(s);
+    Model m2;
+    m2.W.array().assign(m.W.array());
+    optimizers::SGD again(0.1);
+    make(m2, again, scaled);
+    serializers::DictionaryDeserializer d(s.target(), "the snapshot");
+    again.serialize(d);
+    for (int t = 3; t < 5; ++t) again.update([&] { return loss(m2, t); });
+    return m2.W.array().to_vector<double>();
+  };
+  const auto plain = run(false, false);
+  EXPECT_EQ(run(true, false), plain);
+  EXPECT_EQ(run(true, true), plain);
+  EXPECT_EQ(run(false, true), plain);
 }
 
 }  // namespace

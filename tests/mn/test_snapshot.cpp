@@ -54,18 +54,6 @@ class SharedDir {
   std::string path_;
 };
 
-datasets::DatasetPtr numbered(int64_t n) {
-  std::vector<float> x;
-  std::vector<int32_t> t;
-  for (int64_t i = 0; i < n; ++i) {
-    x.push_back(static_cast<float>(i % 7) - 3.0f);
-    x.push_back(static_cast<float>(i % 5) * 0.5f);
-    t.push_back(static_cast<int32_t>(i % 3));
-  }
-  return std::make_shared<datasets::TupleDataset>(
-      std::vector<Array>{Array::from_vector(x, {n, 2}), Array::from_vector(t, {n})});
-}
-
 struct Result {
   std::vector<double> params;
   std::optional<int64_t> loaded;
@@ -78,7 +66,7 @@ struct Result {
 Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering, bool lazy = false) {
   Communicator c = comm();
   rensa::seed(5);  // the lazy W is drawn from the default generator
-  const auto data = scatter_dataset(numbered(40), c, {.shuffle = true, .seed = 2});
+  const auto data = scatter_dataset(three_class_points(40), c, {.shuffle = true, .seed = 2});
   L::Classifier model(std::make_shared<Net>(2, 8, 3, 11, lazy));
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c,
                                          {.double_buffering = double_buffering, .bucket_cap = 128});
@@ -153,7 +141,7 @@ TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {
 Result train_until_signal(const std::string& dir, int sig, int64_t at, const std::string& resume_from,
                           std::optional<extensions::Interrupted>* stopped) {
   Communicator c = comm();
-  const auto data = scatter_dataset(numbered(40), c, {.shuffle = true, .seed = 2});
+  const auto data = scatter_dataset(three_class_points(40), c, {.shuffle = true, .seed = 2});
   L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c);
   opt->setup(model);
@@ -223,7 +211,7 @@ TEST(MultiNodeSnapshot, ResumeNamesWhatIsMissing) {
   L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
   optimizers::SGD opt(0.1);
   opt.setup(model);
-  iterators::SerialIterator it(scatter_dataset(numbered(16), c), 2, {.seed = 1});
+  iterators::SerialIterator it(scatter_dataset(three_class_points(16), c), 2, {.seed = 1});
   training::StandardUpdater updater(it, opt);
   training::Trainer trainer(updater, {5, "iteration"}, dir.path());
   auto snap = multi_node_snapshot(c);
@@ -249,7 +237,7 @@ TEST(MultiNodeSnapshot, RetainsTheNewestFiles) {
   L::Classifier model(std::make_shared<Net>(2, 8, 3, 11));
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::SGD>(0.1), c);
   opt->setup(model);
-  iterators::SerialIterator it(scatter_dataset(numbered(16), c), 2, {.seed = 1});
+  iterators::SerialIterator it(scatter_dataset(three_class_points(16), c), 2, {.seed = 1});
   training::StandardUpdater updater(it, *opt);
   training::Trainer trainer(updater, {5, "iteration"}, dir.path());
   auto snap = multi_node_snapshot(c, {.trigger = {1, "iteration"}, .n_retains = 2});

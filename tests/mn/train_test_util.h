@@ -63,6 +63,19 @@ inline Communicator comm(const std::string& name = "flat", Dtype wire = Dtype::f
   return c;
 }
 
+/// n examples of 2 features and 3 classes, numbered so that every rank can tell them apart.
+inline datasets::DatasetPtr three_class_points(int64_t n) {
+  std::vector<float> x;
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) {
+    x.push_back(static_cast<float>(i % 7) - 3.0f);
+    x.push_back(static_cast<float>(i % 5) * 0.5f);
+    t.push_back(static_cast<int32_t>(i % 3));
+  }
+  return std::make_shared<datasets::TupleDataset>(
+      std::vector<Array>{Array::from_vector(x, {n, 2}), Array::from_vector(t, {n})});
+}
+
 /// Every rank's values, in rank order (on every rank).
 inline std::vector<std::vector<double>> allgather_values(const std::vector<double>& v) {
   std::vector<std::vector<double>> out;

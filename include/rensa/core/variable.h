@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ struct VariableImpl {
   std::string name;
   bool requires_grad = false;
   bool retain_grad = false;
+  std::optional<double> grad_loss_scale;  // the scale of the backward that last set this leaf's gradient
   std::vector<std::shared_ptr<GradHook>> hooks;
 };
 }  // namespace detail
@@ -70,6 +72,11 @@ struct BackwardOptions {
   /// Keep the graph (and its saved arrays) so backward can run through it again. Implied by
   /// enable_double_backprop.
   bool retain_graph = false;
+  /// Chainer's loss_scale: an output's implicit gradient of 1 becomes this (a gradient set by hand is
+  /// taken as it is), and each leaf whose gradient this backward sets records it
+  /// (Variable::grad_loss_scale), so that the optimizer divides that gradient by it before updating.
+  /// Unset, leaves record no scale.
+  std::optional<double> loss_scale = std::nullopt;
 };
 
 /// A node of the computational graph: holds an Array (`array()`), its gradient (`grad()`), and the
@@ -104,6 +111,10 @@ class Variable {
   void set_grad(const Variable& grad) const;
   /// Clears the gradient.
   void cleargrad() const { set_grad(Variable()); }
+  /// The loss scale the gradient carries: BackwardOptions::loss_scale of the backward that last set
+  /// it (Chainer's `_loss_scale`); Optimizer::update divides the gradient by it.
+  std::optional<double> grad_loss_scale() const;
+  void set_grad_loss_scale(std::optional<double> scale) const;
 
   bool requires_grad() const;
   void set_requires_grad(bool value) const;

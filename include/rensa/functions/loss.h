@@ -49,13 +49,15 @@ Variable hinge(const Variable& x, const Array& t, std::string_view norm = "L1", 
 Variable contrastive(const Variable& x0, const Variable& x1, const Array& y, double margin = 1.0,
                      std::string_view reduce = "mean");
 /// Triplet loss max(||a - p||^2 - ||a - n||^2 + margin, 0), the squared norms summed over axis 1
-/// of inputs of one shape (at least 2-d, N > 0); reduce "mean" or "no". ValueError unless margin > 0.
+/// of inputs of one shape (at least 2-d, N > 0); reduce "mean" (Chainer's: the sum of every element
+/// divided by N) or "no". ValueError unless margin > 0.
 Variable triplet(const Variable& anchor, const Variable& positive, const Variable& negative, double margin = 0.2,
                  std::string_view reduce = "mean");
 
 // ---- likelihood losses of the variational autoencoder (reduce "sum" or "no") ------------------
 
 /// KL divergence of N(mean, exp(ln_var)) from N(0, 1): (mean^2 + exp(ln_var) - ln_var - 1) / 2.
+/// This and the two NLLs below take Chainer's reduce: "sum", "mean" (over every element) or "no".
 Variable gaussian_kl_divergence(const Variable& mean, const Variable& ln_var, std::string_view reduce = "sum");
 /// Negative log-likelihood of x under N(mean, exp(ln_var)):
 /// (log(2 pi) + ln_var + (x - mean)^2 exp(-ln_var)) / 2.

@@ -145,19 +145,25 @@ class Optimizer {
   /// Saves/loads t, epoch, hyperparameters (child "hyperparam") and every rule's state, under the
   /// parameter's path ("l1/W/m" for Adam's first moment of parameter "/l1/W"; "l1/W/fp32_param"
   /// for its float32 master under use_fp32_update), the loss scaling
-  /// state when loss scaling is on (child "loss_scaling"), then the stage's state.
+  /// state when loss scaling is on (child "loss_scaling"; loading it into an optimizer without loss
+  /// scaling is a ValueError), then the stage's state.
   void serialize(serializers::Serializer& s);
 
   /// Loss scaling (Chainer's Optimizer.loss_scaling), for 16-bit gradients that would underflow:
-  /// update(loss_fn) seeds backward with the scale instead of 1, and update() divides every
-  /// gradient by it before the hooks and rules. `scale` set: a static scale (ValueError unless
-  /// positive). `scale` unset: Chainer's dynamic rule, starting at 1: after each update the scale
+  /// update(loss_fn) runs backward with BackwardOptions::loss_scale (the seed is the scale instead of
+  /// 1), and update() divides each gradient by the scale its backward recorded
+  /// (Variable::grad_loss_scale) before the hooks and rules; a gradient of a backward without
+  /// loss_scale (a hand-written `loss.backward(); optimizer.update()`) is taken as it is. To scale a
+  /// hand-written backward: `loss.backward({.loss_scale = optimizer.loss_scale()})`.
+  /// `scale` set: sets the scale only (ValueError unless positive): static when the rule was not
+  /// dynamic, else the dynamic rule goes on from it, as Chainer's set_loss_scale. `scale` unset:
+  /// Chainer's dynamic rule, starting at 1: after each update the scale
   /// doubles until the first step with an inf or NaN gradient, then grows by 2^(1/interval) per good
   /// step; a step with an inf or NaN gradient is skipped (no hooks, no rules, t unchanged) and halves
   /// the scale; the scale stays within [1, 65504]. ValueError unless interval >= 1. Under a
   /// multi-node stage the check runs on the averaged gradients, so every rank decides alike.
   void loss_scaling(int64_t interval = 1000, std::optional<double> scale = std::nullopt);
-  /// loss_scaling with a static scale (StandardUpdater's loss_scale).
+  /// loss_scaling with a scale (StandardUpdater's loss_scale: a static one).
   void set_loss_scale(double scale) { loss_scaling(1000, scale); }
   /// The current scale, or unset when loss scaling is off.
   std::optional<double> loss_scale() const { return loss_scale_; }

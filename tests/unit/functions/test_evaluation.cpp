@@ -142,6 +142,12 @@ TEST(R2Score, MatchesChainer) {
   expect_same(vals(F::r2_score(F::get_item(pred, {Slice{0, 1}}), F::get_item(truth2, {Slice{0, 1}}))), {0.0});
   const Variable p1(Array::from_vector<double>({1.0, 2.0, 3.0})), t1(Array::from_vector<double>({1.0, 2.0, 4.0}));
   expect_same(vals(F::r2_score(p1, t1)), {1.0 - 3.0 / 14.0});
+  // Regression: float64 inputs keep float64 when averaged (the mean was rounded to float32).
+  const Variable p2(Array::from_vector<double>({1, 2, 3, 5, 2, 2}, {3, 2}));
+  const Variable t2(Array::from_vector<double>({1.1, 2.2, 2.9, 4.7, 2.3, 1.9}, {3, 2}));
+  const Variable r2 = F::r2_score(p2, t2);
+  EXPECT_EQ(r2.dtype(), Dtype::float64);
+  EXPECT_NEAR(r2.array().item<double>(), 0.9524523137887031, 1e-15);
 }
 
 TEST(ClassificationMetrics, Errors) {

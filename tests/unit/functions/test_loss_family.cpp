@@ -72,6 +72,35 @@ TEST(LossFamily, KnownValuesFromChainer) {
   expect_values(F::decov(h, "no"), {0.0, 1.0 / 9, -5.0 / 12, 1.0 / 9, 0.0, -7.0 / 6, -5.0 / 12, -7.0 / 6, 0.0});
 }
 
+// Regressions: Chainer's reductions where rensa's differed (values from Chainer 7.8.1).
+TEST(LossFamily, ReductionsAsChainer) {
+  // triplet's mean divides the sum over every element by the batch size, for inputs of 3 axes too.
+  const Variable z = m({0.0, 0.0}, {1, 1, 2});
+  expect_values(F::triplet(z, z, z, 0.5), {1.0});
+  std::vector<double> av(12), pv(12), nv(12);
+  for (std::size_t i = 0; i < av.size(); ++i) {
+    av[i] = static_cast<double>(i) * 0.1;
+    pv[i] = av[i] * 0.5 + 0.05;
+    nv[i] = av[i] * 0.9 - 0.1;
+  }
+  const Variable A(Array::from_vector(av, {2, 3, 2}), true), P(Array::from_vector(pv, {2, 3, 2}), true),
+      N(Array::from_vector(nv, {2, 3, 2}), true);
+  const Variable t = F::triplet(A, P, N, 1.0);
+  expect_values(t, {2.3312000000000004});
+  t.backward();
+  expect_values(A.grad(), {-0.15, -0.11, -0.07, -0.03, 0.01, 0.05, 0.09, 0.13, 0.17, 0.21, 0.25, 0.29});
+  expect_values(P.grad(), {0.05, 0.0, -0.05, -0.1, -0.15, -0.2, -0.25, -0.3, -0.35, -0.4, -0.45, -0.5});
+  expect_values(N.grad(), {0.1, 0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17, 0.18, 0.19, 0.2, 0.21});
+  // The VAE losses take reduce="mean": the mean over every element.
+  const Variable mu = m({0.5, -1.0, 0.2, 0.3}, {2, 2}), ln_var = m({0.1, -0.2, 0.3, 0.0}, {2, 2});
+  const Variable x = m({0.4, -0.8, 0.0, 1.0}, {2, 2});
+  expect_values(F::gaussian_kl_divergence(mu, ln_var, "mean"), {0.1817200598412041});
+  expect_values(F::gaussian_nll(x, mu, ln_var, "mean"), {1.0161306848714269});
+  expect_values(F::bernoulli_nll(m({1.0, 0.0, 0.0, 1.0}, {2, 2}), m({0.3, -1.2, 2.0, 0.5}, {2, 2}), "mean"),
+                {0.8546606767574094});
+  expect_error<ValueError>([&] { F::gaussian_nll(x, mu, ln_var, "average"); }, {"gaussian_nll", "reduce", "average"});
+}
+
 TEST(LossFamily, Conforms) {
   auto bin = [](auto f) { return rensa::test::binary_fn(f); };
   std::vector<FunctionCase> cases{
@@ -97,6 +126,12 @@ TEST(LossFamily, Conforms) {
       {.name = "triplet",
        .f = [](const Vars& v) { return Vars{F::triplet(v[0], v[1], v[2], 3.0)}; },
        .shapes = {{3, 4}, {3, 4}, {3, 4}}, .size_zero = false},
+      {.name = "triplet_3d",
+       .f = [](const Vars& v) { return Vars{F::triplet(v[0], v[1], v[2], 3.0)}; },
+       .shapes = {{3, 4, 2}, {3, 4, 2}, {3, 4, 2}}, .size_zero = false, .broadcast = false},
+      {.name = "gaussian_kl_divergence_mean",
+       .f = bin([](const Variable& x, const Variable& y) { return F::gaussian_kl_divergence(x, y, "mean"); }),
+       .shapes = {{3, 4}, {3, 4}}, .size_zero = false},
       {.name = "cross_covariance",
        .f = bin([](const Variable& x, const Variable& y) { return F::cross_covariance(x, y); }),
        .shapes = {{5, 3}, {5, 2}}, .size_zero = false, .broadcast = false},
@@ -149,8 +184,8 @@ TEST(LossFamily, Errors) {
   expect_error<ShapeError>([&] { F::triplet(x, x, x4); }, {"triplet", "anchor (2, 3)", "negative (2, 4)"});
   expect_error<ShapeError>([&] { F::triplet(Variable(randn({3})), Variable(randn({3})), Variable(randn({3}))); },
                            {"triplet", "at least 2 axes"});
-  expect_error<ValueError>([&] { F::gaussian_kl_divergence(x, x, "mean"); },
-                           {"gaussian_kl_divergence", "unknown reduce 'mean'", "\"sum\", \"no\""});
+  expect_error<ValueError>([&] { F::gaussian_kl_divergence(x, x, "average"); },
+                           {"gaussian_kl_divergence", "unknown reduce 'average'", "\"sum\", \"mean\", \"no\""});
   expect_error<ShapeError>([&] { F::gaussian_nll(x, x, x4); }, {"gaussian_nll", "x (2, 3)", "ln_var (2, 4)"});
   expect_error<ShapeError>([&] { F::bernoulli_nll(x, x4); }, {"bernoulli_nll", "y (2, 4)"});
   expect_error<ShapeError>([&] { F::cross_covariance(x, Variable(randn({3, 3}))); },

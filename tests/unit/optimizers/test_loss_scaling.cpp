@@ -136,5 +136,91 @@ TEST(LossScaling, BadArgumentsAndTheUpdaterOption) {
   expect_error<ValueError>([&] { training::StandardUpdater(it, opt, {.loss_scale = 0.0}); }, {"positive"});
 }
 
+// The programs below ran under Chainer 7.8.1 (numpy float32); the expected values are its.
+struct Pair : Link {
+  Variable p;
+  Pair() { p = add_param("p", Array::from_vector<float>({1.0f, 2.0f})); }
+};
+
+std::vector<float> values(const Variable& v) { return v.array().to_vector<float>(); }
+
+// Regression: a hand-written backward was divided by the scale it never applied (1/scale too small).
+TEST(LossScaling, AHandWrittenBackwardIsNotUnscaled) {
+  Pair m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.loss_scaling();
+  const std::vector<std::vector<float>> chainer = {
+      {0.800000011920929f, 1.600000023841858f}, {0.6399999856948853f, 1.2799999713897705f},
+      {0.5119999647140503f, 1.0239999294281006f}};
+  for (std::size_t step = 0; step < 3; ++step) {
+    Variable loss = F::sum(F::mul(m.p, m.p));
+    m.cleargrads();
+    loss.backward();
+    EXPECT_FALSE(m.p.grad_loss_scale().has_value());
+    opt.update();
+    EXPECT_EQ(values(m.p), chainer[step]) << "step " << step;
+    EXPECT_EQ(opt.loss_scale(), std::pow(2.0, static_cast<double>(step + 1)));  // still dynamic
+  }
+}
+
+TEST(LossScaling, AHandWrittenScaledBackwardIsUnscaledOnce) {
+  Pair m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.set_loss_scale(8.0);
+  Variable loss = F::sum(F::mul(m.p, m.p));
+  loss.backward({.loss_scale = opt.loss_scale()});
+  EXPECT_EQ(values(m.p.grad()), (std::vector<float>{16.0f, 32.0f}));  // 8 * 2p
+  EXPECT_EQ(m.p.grad_loss_scale(), 8.0);
+  opt.update();
+  EXPECT_EQ(values(m.p), (std::vector<float>{0.800000011920929f, 1.600000023841858f}));
+  EXPECT_FALSE(m.p.grad_loss_scale().has_value());  // divided once: a second update sees none
+  EXPECT_EQ(opt.loss_scale(), 8.0);                 // static
+  // A gradient set by hand is not multiplied; a bad scale is refused.
+  Variable y = F::sum(m.p);
+  y.set_grad(Variable(Array::scalar(1.0f)));
+  m.cleargrads();
+  y.backward({.loss_scale = 4.0});
+  EXPECT_EQ(values(m.p.grad()), (std::vector<float>{1.0f, 1.0f}));
+  EXPECT_EQ(m.p.grad_loss_scale(), 4.0);
+  expect_error<ValueError>([&] { F::sum(m.p).backward({.loss_scale = 0.0}); }, {"backward", "loss_scale", "0"});
+  expect_error<ValueError>([&] { m.p.set_grad_loss_scale(-1.0); }, {"set_grad_loss_scale", "-1"});
+}
+
+// Regression: set_loss_scale after loss_scaling() made the rule static, so an overflow reached the
+// parameters; Chainer stays dynamic, skips the step and halves the scale.
+TEST(LossScaling, SetLossScaleKeepsTheRuleDynamic) {
+  Pair m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.loss_scaling();
+  opt.set_loss_scale(1024.0);
+  const Variable big(Array::scalar(1e36f));
+  opt.update([&] { return F::sum(F::mul(m.p, big)); });  // 1024 * 1e36 overflows float32
+  EXPECT_FALSE(opt.is_safe_to_update());
+  EXPECT_EQ(values(m.p), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(opt.loss_scale(), 512.0);
+  opt.update([&] { return F::sum(F::mul(m.p, m.p)); });
+  EXPECT_EQ(values(m.p), (std::vector<float>{0.800000011920929f, 1.600000023841858f}));
+  EXPECT_NEAR(*opt.loss_scale(), 512.3550143808413, 1e-9);
+}
+
+// Regression: the state was dropped without a word, and the resumed run trained unscaled.
+TEST(LossScaling, LoadingItsStateIntoAnOptimizerWithoutItIsAnError) {
+  Model m;
+  optimizers::SGD opt(0.1);
+  opt.setup(m);
+  opt.loss_scaling();
+  opt.update([&] { return loss_of(m, {1.0, 1.0, 1.0}); });
+  serializers::DictionarySerializer s;
+  opt.serialize(s);
+  Model m2;
+  optimizers::SGD plain(0.1);
+  plain.setup(m2);
+  serializers::DictionaryDeserializer d(s.target(), "the saved optimizer");
+  expect_error<ValueError>([&] { plain.serialize(d); }, {"SGD", "loss-scaling state", "scale 2", "loss_scaling()"});
+}
+
 }  // namespace
 }  // namespace rensa
