@@ -3,7 +3,7 @@
 #include "src/datasets/pixels.h"
 
 #include "rensa/core/error.h"
-#include "src/backends/common/scalar_ops.h"
+#include "src/core/convert.h"
 
 namespace rensa::datasets::detail {
 
@@ -18,7 +18,7 @@ Array scale_pixels(const unsigned char* src, const Shape& shape, int64_t images,
     // 256 possible bytes: a table replaces the multiply (and matches NumPy's astype(dtype)
     // followed by `*= scale / 255.` in that dtype).
     U table[256];
-    for (int v = 0; v < 256; ++v) table[v] = backends::convert<U>(static_cast<T>(v) * factor);
+    for (int v = 0; v < 256; ++v) table[v] = rensa::detail::convert<U>(static_cast<T>(v) * factor);
     U* dst = out.data<U>();
     for (int64_t i = 0; i < images; ++i) {
       const unsigned char* row = src + i * pixels;

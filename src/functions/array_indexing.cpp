@@ -51,8 +51,8 @@ Variable scatter_add(const Variable& a, const std::vector<Index>& slices, const 
   Array view;
   try {
     view = a.array().index(slices);
-  } catch (const Error& e) {
-    RENSA_THROW(IndexError, "scatter_add: ", e.what(), " (a of shape ", a.shape(), ")");
+  } catch (...) {
+    rethrow_with_context(rensa::detail::concat("scatter_add (a of shape ", a.shape(), "): "));
   }
   RENSA_CHECK(view.shape() == b.shape(), ShapeError, "scatter_add: b of shape ", b.shape(),
               " does not match a[slices] of shape ", view.shape(), " (a of shape ", a.shape(), ")");

@@ -20,20 +20,14 @@ using detail::check_not_null;
 using detail::check_operands;
 using detail::shapes_text;
 
-// Runs an Array-level view operation, re-throwing its errors with `op` and x's shape in front.
+// Runs an Array-level view operation, re-throwing its errors (of their own type) with `op` and x's
+// shape in front.
 template <class Fn>
 Array with_context(const char* op, const Shape& shape, Fn&& fn) {
-  auto text = [&](const Error& e) {
-    std::string msg = e.what();
-    if (msg.rfind("index: ", 0) == 0) msg.erase(0, 7);
-    return rensa::detail::concat(op, ": ", msg, " (x of shape ", shape, ")");
-  };
   try {
     return fn();
-  } catch (const IndexError& e) {
-    throw IndexError(text(e));
-  } catch (const ValueError& e) {
-    throw ValueError(text(e));
+  } catch (...) {
+    rethrow_with_context(rensa::detail::concat(op, " (x of shape ", shape, "): "));
   }
 }
 

@@ -24,13 +24,13 @@ Split3 split3(const Shape& shape, int64_t axis) {
   return s;
 }
 
-// Runs a kernel, re-throwing its IndexError with `op` and the shape in front.
+// Runs a kernel, re-throwing its errors (of their own type) with `op` and the shape in front.
 template <class Fn>
 void with_op(const char* op, const Shape& shape, Fn&& fn) {
   try {
     fn();
-  } catch (const IndexError& e) {
-    throw IndexError(rensa::detail::concat(op, ": ", e.what(), " (x of shape ", shape, ")"));
+  } catch (...) {
+    rethrow_with_context(rensa::detail::concat(op, " (x of shape ", shape, "): "));
   }
 }
 

@@ -4,7 +4,6 @@
 
 #include <utility>
 
-#include "rensa/core/config.h"
 #include "rensa/core/error.h"
 #include "rensa/functions/linalg.h"
 #include "rensa/links/mixed_precision.h"
@@ -18,31 +17,13 @@ Linear::Linear(int64_t in_size, int64_t out_size, LinearOptions options) : Linea
 }
 
 Linear::Linear(int64_t out_size, LinearOptions options)
-    : out_size_(out_size), dtype_(get_dtype()), initialW_(std::move(options.initialW)) {
+    : WeightBiasLink("Linear", detail::weight_init(options), std::make_shared<initializers::LeCunNormal>()),
+      out_size_(out_size) {
   RENSA_CHECK(out_size >= 0, ValueError, "Linear: out_size must be non-negative, got ", out_size);
-  RENSA_CHECK(is_floating(dtype_), DtypeError, "Linear: parameters need a floating dtype, the config's is ",
-              dtype_);
-  if (options.seed) gen_.emplace(*options.seed);
-  if (!initialW_) initialW_ = std::make_shared<initializers::LeCunNormal>();
-  W_ = add_param("W", dtype_);
-  if (!options.nobias) {
-    Array b = Array::empty({out_size_}, dtype_, device_);
-    if (options.initial_bias) {
-      (*options.initial_bias)(b, generator());
-    } else {
-      b.fill(0.0);
-    }
-    b_ = add_param("b", std::move(b));
-  }
+  initialize_b({out_size_});  // now, before W: the generator draws b first, as it always did
 }
 
-Generator& Linear::generator() { return gen_ ? *gen_ : default_generator(); }
-
-void Linear::initialize_W(int64_t in_size) {
-  Array w = Array::empty({out_size_, in_size}, dtype_, device_);
-  (*initialW_)(w, generator());
-  W_.set_array(std::move(w));
-}
+void Linear::initialize_W(int64_t in_size) { WeightBiasLink::initialize_W({out_size_, in_size}); }
 
 void Linear::ensure_initialized(const Variable& x) {
   if (W_.array().is_null()) {

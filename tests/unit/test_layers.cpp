@@ -1,6 +1,7 @@
 // The layering of the sources (docs/HACKING.md, "Layers"): a header or source file under
 // include/rensa/ or src/ includes rensa headers of its own layer and of the layers below it only.
-// The test reads the files; it links nothing of rensa.
+// Also that HACKING's directory map names every part of the tree, so it cannot drift. The test
+// reads the files; it links nothing of rensa.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -234,4 +235,99 @@ TEST(Layers, CheckerFindsEachKindOfProblem) {
                                 "src/newpart/c.cpp: 'newpart' is in no layer of the table",
                             }));
   EXPECT_TRUE(f.unused_exceptions.empty());  // src/core/backward.cpp's include is the listed exception
+}
+
+// ---- the directory map (docs/HACKING.md, "Directory map") ----
+
+namespace {
+
+// The map: the code block after the "## Directory map" heading.
+std::string directory_map(const fs::path& root) {
+  std::ifstream in(root / "docs" / "HACKING.md");
+  std::string line, block;
+  bool heading = false, inside = false;
+  while (std::getline(in, line)) {
+    if (line == "## Directory map") heading = true;
+    if (heading && line.rfind("```", 0) == 0) {
+      if (inside) break;
+      inside = true;
+      continue;
+    }
+    if (inside) block += line + "\n";
+  }
+  return block;
+}
+
+// What the map must name, found in the tree: the top-level folders, the folders under
+// include/rensa/, src/ (two levels), tests/, bench/ and docs/, each docs/*.md page and each script.
+// A folder counts as named when "name/" (or "name," / "name}" inside a {a,b} list) appears.
+std::vector<std::string> missing_from_map(const fs::path& root) {
+  const std::string map = directory_map(root);
+  std::vector<std::string> missing;
+  auto named = [&](const std::string& token) { return map.find(token) != std::string::npos; };
+  auto folder = [&](const fs::path& dir) {
+    const std::string n = dir.filename().string();
+    if (!named(n + "/") && !named(n + ",") && !named(n + "}")) missing.push_back(fs::relative(dir, root).string() + "/");
+  };
+  auto folders_in = [&](const fs::path& dir, int depth, auto&& self) -> void {
+    if (!fs::is_directory(dir)) return;
+    std::vector<fs::path> subs;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.is_directory() && e.path().filename().string()[0] != '.') subs.push_back(e.path());
+    }
+    std::sort(subs.begin(), subs.end());
+    for (const fs::path& sub : subs) {
+      folder(sub);
+      if (depth > 1) self(sub, depth - 1, self);
+    }
+  };
+  if (map.empty()) return {"docs/HACKING.md has no code block after '## Directory map'"};
+  for (const char* top : {"bench", "cmake", "docs", "examples", "fuzz", "include", "scripts", "src", "tests"}) {
+    if (fs::is_directory(root / top)) folder(root / top);
+  }
+  folders_in(root / "include" / "rensa", 1, folders_in);
+  folders_in(root / "src", 2, folders_in);
+  folders_in(root / "tests", 1, folders_in);
+  folders_in(root / "bench", 1, folders_in);
+  folders_in(root / "docs", 1, folders_in);
+  std::vector<std::string> files;
+  for (const char* dir : {"docs", "scripts"}) {
+    if (!fs::is_directory(root / dir)) continue;
+    for (const auto& e : fs::directory_iterator(root / dir)) {
+      const std::string n = e.path().filename().string();
+      if (!e.is_regular_file() || n[0] == '.') continue;
+      if (std::string(dir) == "docs" && e.path().extension() != ".md") continue;
+      files.push_back(std::string(dir) == "docs" ? n : "scripts/" + n);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    if (!named(f)) missing.push_back(f);
+  }
+  return missing;
+}
+
+}  // namespace
+
+TEST(DirectoryMap, NamesEveryPartOfTheTree) {
+  const auto missing = missing_from_map(RENSA_SOURCE_DIR);
+  EXPECT_TRUE(missing.empty()) << "docs/HACKING.md's directory map does not name (add a line for each):\n"
+                               << lines(missing);
+}
+
+TEST(DirectoryMap, CheckerFindsWhatIsMissing) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("rensa_test_map." + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const char* d : {"src/core", "src/backends/cpu", "src/backends/gpu", "include/rensa/core", "docs", "scripts"}) {
+    fs::create_directories(root / d);
+  }
+  std::ofstream(root / "docs" / "a.md") << "x";
+  std::ofstream(root / "docs" / "b.md") << "x";
+  std::ofstream(root / "scripts" / "run") << "x";
+  std::ofstream(root / "docs" / "HACKING.md")
+      << "# x\n\n## Directory map\n\n```\ninclude/rensa/\n  core/\nsrc/\n  backends/{cpu,reference}\ndocs/ "
+         "a.md HACKING.md\n```\n\nscripts/run b.md gpu/\n";
+  const auto missing = missing_from_map(root);
+  fs::remove_all(root);
+  EXPECT_EQ(missing, (std::vector<std::string>{"scripts/", "src/backends/gpu/", "b.md", "scripts/run"}));
 }

@@ -3,6 +3,7 @@
 /// Parameter initializers (Chainer's): fill an array in place, drawing from a Generator.
 
 #include <memory>
+#include <string>
 
 #include "rensa/core/array.h"
 #include "rensa/core/random.h"
@@ -33,10 +34,30 @@ class LeCunUniform : public Initializer {
  private:
   double scale_;
 };
-/// N(0, 2 scale^2 / fan_in).
+/// Which fan an initializer's scale divides by (Chainer's fan_option).
+enum class FanOption { fan_in, fan_out };
+
+/// N(0, 2 scale^2 / fan), fan = fan_in (default) or fan_out.
 class HeNormal : public Initializer {
  public:
-  explicit HeNormal(double scale = 1.0) : scale_(scale) {}
+  explicit HeNormal(double scale = 1.0, FanOption fan = FanOption::fan_in) : scale_(scale), fan_(fan) {}
+  void operator()(const Array& array, Generator& gen) const override;
+ private:
+  double scale_;
+  FanOption fan_;
+};
+/// U(-s, s) with s = scale * sqrt(6 / fan_in).
+class HeUniform : public Initializer {
+ public:
+  explicit HeUniform(double scale = 1.0) : scale_(scale) {}
+  void operator()(const Array& array, Generator& gen) const override;
+ private:
+  double scale_;
+};
+/// N(0, s^2) with s = scale * sqrt(2 / (fan_in + fan_out)).
+class GlorotNormal : public Initializer {
+ public:
+  explicit GlorotNormal(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
   double scale_;
@@ -80,6 +101,48 @@ class Zero : public Constant {
 class One : public Constant {
  public:
   One() : Constant(1.0) {}
+};
+/// Every element NaN (Chainer's NaN: to find parameters a program forgot to initialize).
+class NaN : public Constant {
+ public:
+  NaN();
+};
+/// scale times the identity; ValueError unless the array is a 2-d square matrix.
+class Identity : public Initializer {
+ public:
+  explicit Identity(double scale = 1.0) : scale_(scale) {}
+  void operator()(const Array& array, Generator& gen) const override;
+ private:
+  double scale_;
+};
+/// A scaled orthogonal system (Saxe et al.; the usual recurrent weight): the array, read as a
+/// matrix (shape[0], prod(shape[1:])), gets rows (or, when it is taller than wide, columns) that
+/// are orthogonal with norm `scale`: the Q of the QR decomposition of a standard normal draw, with
+/// R's diagonal made positive. A 0-d array gets +-scale. `mode`: "auto" (any shape), "projection"
+/// (ValueError unless rows <= columns), "embedding" (rows >= columns) or "basis" (square). ValueError
+/// for an empty array or another mode.
+class Orthogonal : public Initializer {
+ public:
+  explicit Orthogonal(double scale = 1.1, std::string mode = "auto");
+  void operator()(const Array& array, Generator& gen) const override;
+ private:
+  double scale_;
+  std::string mode_;
+};
+/// The bilinear upsampling filter of a deconvolution with stride (ksize + 1) / 2 (Long et al., as
+/// Chainer's): W (in, out, k, ..., k) with in == out (one filter per channel on the diagonal) or
+/// out == 1; ValueError for other shapes, unequal kernel sizes or an interpolation other than
+/// "linear".
+class UpsamplingDeconvFilter : public Initializer {
+ public:
+  explicit UpsamplingDeconvFilter(std::string interpolation = "linear");
+  void operator()(const Array& array, Generator& gen) const override;
+};
+/// The same filter normalized to sum 1, for a downsampling convolution with stride (ksize + 1) / 2.
+class DownsamplingConvFilter : public Initializer {
+ public:
+  explicit DownsamplingConvFilter(std::string interpolation = "linear");
+  void operator()(const Array& array, Generator& gen) const override;
 };
 
 /// (fan_in, fan_out) of a parameter shape; ShapeError for fewer than 2 axes.

@@ -6,9 +6,8 @@
 #include <memory>
 #include <optional>
 
-#include "rensa/core/random.h"
 #include "rensa/links/initializers.h"
-#include "rensa/links/link.h"
+#include "rensa/links/weight_bias_link.h"
 
 namespace rensa::links {
 
@@ -27,8 +26,9 @@ struct LinearOptions {
 
 /// Fully connected layer: parameters W (out_size, in_size) and b (out_size,), created with the
 /// Config dtype in force at construction, on the link's device. forward(x) is
-/// functions::linear(x, W, b): x (N, ...) is read as (N, -1).
-class Linear : public Link {
+/// functions::linear(x, W, b): x (N, ...) is read as (N, -1). W() and b() (WeightBiasLink): W's
+/// array is null until initialized; b is a null Variable with nobias.
+class Linear : public detail::WeightBiasLink {
  public:
   /// A layer with known input size.
   Linear(int64_t in_size, int64_t out_size, LinearOptions options = {});
@@ -40,10 +40,6 @@ class Linear : public Link {
   Variable forward(const Variable& x) override;
   using Link::forward;
 
-  /// The weight (out_size, in_size); its array is null until initialized.
-  const Variable& W() const { return W_; }
-  /// The bias (out_size,), or a null Variable with nobias.
-  const Variable& b() const { return b_; }
   /// Input size, or -1 while W is uninitialized (W may also be initialized by copyparams or by
   /// loading).
   int64_t in_size() const { return W_.array().is_null() ? -1 : W_.shape()[1]; }
@@ -56,13 +52,7 @@ class Linear : public Link {
   void initialize_W(int64_t in_size);
 
  private:
-  Generator& generator();
-
   int64_t out_size_;
-  Dtype dtype_;
-  std::shared_ptr<const initializers::Initializer> initialW_;
-  std::optional<Generator> gen_;
-  Variable W_, b_;
 };
 
 }  // namespace rensa::links
