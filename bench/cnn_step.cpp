@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   rensa::set_num_threads(options.threads);
   rensa::seed(0);
   rensa_bench::apply_dtype(options);
-  L::Classifier model(std::make_shared<Cnn>());
+  L::Classifier model(rensa_bench::predictor(std::make_shared<Cnn>(), options));
   rensa::optimizers::MomentumSGD optimizer(0.01, 0.9);
   optimizer.setup(model);
   rensa_bench::run_steps("cnn", model, optimizer, {1, 28, 28}, options);

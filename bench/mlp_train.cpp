@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   rensa::set_num_threads(options.threads);
   rensa::seed(0);
   rensa_bench::apply_dtype(options);
-  L::Classifier model(std::make_shared<Mlp>(hidden));
+  L::Classifier model(rensa_bench::predictor(std::make_shared<Mlp>(hidden), options));
   rensa::optimizers::Adam optimizer;
   optimizer.setup(model);
   std::string shape = "mlp 784";

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   rensa::set_num_threads(options.threads);
   rensa::seed(0);
   rensa_bench::apply_dtype(options);
-  L::Classifier model(std::make_shared<ResNet50Logits>());
+  L::Classifier model(rensa_bench::predictor(std::make_shared<ResNet50Logits>(), options));
   rensa::optimizers::MomentumSGD optimizer(0.1, 0.9);
   optimizer.setup(model);
   rensa_bench::run_steps("resnet50", model, optimizer, {3, 224, 224}, options);

@@ -20,6 +20,8 @@ struct StepOptions {
   int threads = 1;
   int repeats = 5;
   std::string dtype = "float32";
+  /// Run the predictor through a rensa::StaticGraph (--static-graph).
+  bool static_graph = false;
 };
 
 /// Adds --batchsize, --threads, --seconds, --repeats and --warmup to `app`.
@@ -31,6 +33,24 @@ inline void add_step_options(CLI::App& app, StepOptions& o) {
   app.add_option("--warmup", o.warmup, "Untimed steps first")->check(CLI::Range(0, 100000));
   app.add_option("--dtype", o.dtype, "float32, or the mixed-precision policy mixed_bf16 or mixed16")
       ->check(CLI::IsMember({"float32", "mixed_bf16", "mixed16"}));
+  app.add_flag("--static-graph", o.static_graph, "Replay the predictor's traced schedule (rensa::StaticGraph)");
+}
+
+/// A predictor whose forward goes through a StaticGraph (its parameters' paths gain "/inner").
+struct StaticPredictor : rensa::Chain {
+  explicit StaticPredictor(std::shared_ptr<rensa::Link> inner)
+      : graph([this](const rensa::Variable& x) { return child("inner").forward(x); }) {
+    add_link("inner", std::move(inner));
+  }
+  rensa::Variable forward(const rensa::Variable& x) override { return graph(x); }
+  using rensa::Link::forward;
+  rensa::StaticGraph graph;
+};
+
+/// `predictor`, or when --static-graph is given, `predictor` behind a StaticGraph.
+inline std::shared_ptr<rensa::Link> predictor(std::shared_ptr<rensa::Link> inner, const StepOptions& o) {
+  if (!o.static_graph) return inner;
+  return std::make_shared<StaticPredictor>(std::move(inner));
 }
 
 /// Sets Config::dtype from --dtype (call before building the model) and prints the CPU, the
@@ -61,7 +81,8 @@ void time_steps(const std::string& label, const StepOptions& o, Step&& train_ste
     rates.push_back(static_cast<double>(steps * o.batchsize) / elapsed);
   }
   std::sort(rates.begin(), rates.end());
-  const std::string name = o.dtype == "float32" ? label : label + " " + o.dtype;
+  std::string name = o.dtype == "float32" ? label : label + " " + o.dtype;
+  if (o.static_graph) name += " static";
   // Whole samples/s, or hundredths below 100 (a ResNet-50 step takes seconds).
   const int digits = rates[rates.size() / 2] < 100 ? 2 : 0;
   std::printf("rensa %s batch %lld threads %d: samples/s min %.*f median %.*f max %.*f\n", name.c_str(),
@@ -87,6 +108,14 @@ inline void run_steps(const std::string& label, rensa::Link& model, rensa::optim
     const std::size_t i = static_cast<std::size_t>(step++ % kBatches);
     optimizer.update([&] { return model(std::vector<rensa::Variable>{xs[i], ts[i]}); });
   });
+  for (const auto& [path, link] : model.namedlinks()) {
+    if (auto* s = dynamic_cast<StaticPredictor*>(link)) {
+      const rensa::StaticGraphStats st = s->graph.stats();
+      std::printf("static graph: %lld traces, %lld replays, %zu forward and %zu backward kernel calls, %.1f MiB of buffers\n",
+                  static_cast<long long>(st.traces), static_cast<long long>(st.replays), st.forward_steps,
+                  st.backward_steps, static_cast<double>(st.buffer_bytes) / (1 << 20));
+    }
+  }
 }
 
 }  // namespace rensa_bench

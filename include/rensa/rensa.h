@@ -18,6 +18,7 @@
 #include "rensa/core/random.h"
 #include "rensa/core/reporter.h"
 #include "rensa/core/shape.h"
+#include "rensa/core/static_graph.h"
 #include "rensa/core/threading.h"
 #include "rensa/core/variable.h"
 #include "rensa/function_hooks/memory_hook.h"

@@ -9,6 +9,7 @@
 #include "rensa/core/backend.h"
 #include "rensa/core/memory_stats.h"
 #include "rensa/core/pool_allocator.h"
+#include "src/core/static_capture.h"
 
 namespace rensa {
 
@@ -18,6 +19,8 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
       device.is_host() && nbytes <= kInlineBytes ? static_cast<void*>(inline_) : get_backend(device).allocate(nbytes);
   if (memory_tracking_on()) [[unlikely]]
     tracked_ = track_allocated(nbytes);
+  if (static_capturing()) [[unlikely]]
+    capture_allocated(this);
 }
 Storage::~Storage() {
   if (tracked_) [[unlikely]]
@@ -156,12 +159,16 @@ MemoryFormat Array::suggest_memory_format() const {
 
 void* Array::raw_data() const {
   RENSA_CHECK(storage_ != nullptr, ValueError, "Array::raw_data: null array");
+  if (detail::static_capturing()) [[unlikely]]
+    detail::capture_host_read(*this);
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize());
 }
 
 void Array::require_host(const char* op) const {
   RENSA_CHECK(storage_ != nullptr, ValueError, op, ": null array");
   RENSA_CHECK(device().is_host(), DeviceError, op, ": needs host memory, the array is on ", device());
+  if (detail::static_capturing()) [[unlikely]]
+    detail::capture_host_read(*this);
 }
 
 // ---- views -------------------------------------------------------------------------------------

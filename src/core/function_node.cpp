@@ -102,6 +102,8 @@ namespace {
 std::atomic<uint64_t> g_sequence{0};  // creation order of nodes, for deterministic tie-breaks
 }
 
+uint64_t NodeBuilder::next_sequence() { return g_sequence.load(std::memory_order_relaxed); }
+
 bool NodeBuilder::any_requires_grad(std::span<const Variable> inputs) {
   for (const auto& v : inputs) {
     if (v.is_null()) continue;

@@ -19,10 +19,22 @@ namespace {
 Array draw(const char* op, RandomDist dist, const Shape& shape, double p0, double p1, Dtype dtype, Device device,
            Generator* gen) {
   RENSA_CHECK(is_floating(dtype), DtypeError, op, ": expected a floating dtype, got ", dtype);
-  Generator& g = gen ? *gen : default_generator();
   Array out = Array::empty(shape, dtype, device);
-  const uint64_t offset = g.advance(static_cast<uint64_t>(out.size()));
-  RENSA_KERNEL(device, random, op)(dist, out, g.seed(), offset, p0, p1);
+  // Drawing advances the generator: a static graph's replay must draw anew, not repeat the trace's
+  // numbers, so the whole draw is its step.
+  auto draw_into = [=] {
+    Generator& g = gen ? *gen : default_generator();
+    const uint64_t offset = g.advance(static_cast<uint64_t>(out.size()));
+    RENSA_KERNEL(device, random, op)(dist, out, g.seed(), offset, p0, p1);
+  };
+  if (detail::static_capturing() && detail::capture_open()) [[unlikely]] {
+    detail::capture_use(out);
+    detail::capture_step(draw_into);
+    detail::UncapturedScope inside;
+    draw_into();
+  } else {
+    draw_into();
+  }
   return out;
 }
 }  // namespace

@@ -5,10 +5,15 @@
 /// missing entry makes the calling operation throw NotImplementedError naming backend and kernel.
 /// A new backend (CUDA, say) implements Backend and fills the table; user code does not change.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
 #include "rensa/core/array.h"
 #include "rensa/core/device.h"
@@ -260,14 +265,81 @@ class Backend {
 Backend& get_backend(Device device);
 
 namespace detail {
-/// The kernel `member` of the device's backend; NotImplementedError naming the backend, kernel and
-/// calling operation when absent.
+
+// ---- capture for static graphs (include/rensa/core/static_graph.h) ----
+
+/// Number of static-graph traces open on all threads; kernel lookups test it first, so no trace
+/// costs one relaxed load per kernel.
+extern std::atomic<int> g_static_captures;
+inline bool static_capturing() { return g_static_captures.load(std::memory_order_relaxed) != 0; }
+/// Whether the calling thread is tracing a static graph outside any kernel or static_code: what it
+/// runs now is to be recorded.
+bool capture_open();
+/// Appends a step to the calling thread's trace (only when capture_open()).
+void capture_step(std::function<void()> step);
+/// Notes that a recorded step uses `a` (its values are then no longer the host's to read).
+void capture_use(const Array& a);
+/// Marks the calling thread as inside a kernel (or static_code) for its lifetime: kernels it calls
+/// are not recorded again, and its reads of array values are its own.
+class [[nodiscard]] UncapturedScope {
+ public:
+  UncapturedScope();
+  ~UncapturedScope();
+  UncapturedScope(const UncapturedScope&) = delete;
+  UncapturedScope& operator=(const UncapturedScope&) = delete;
+};
+
+/// The device of a kernel call: its first non-null Array argument's.
+template <class... A>
+Device kernel_device(const A&... args) {
+  std::optional<Device> device;
+  auto take = [&device](const auto& a) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Array>) {
+      if (!device && !a.is_null()) device = a.device();
+    }
+  };
+  (take(args), ...);
+  return device.value_or(Device::cpu());
+}
+
 template <class Fn>
-Fn kernel(Device device, Fn KernelTable::*member, const char* kernel_name, const char* op) {
-  Fn fn = get_backend(device).kernels().*member;
+struct ReturnsVoid : std::false_type {};
+template <class... A>
+struct ReturnsVoid<void (*)(A...)> : std::true_type {};
+
+/// A kernel as called while a static graph is traced: records the call (the Arrays' handles, so a
+/// replay writes the same buffers) and runs it.
+template <auto Member, class Fn>
+struct CapturedKernel;
+template <auto Member, class... A>
+struct CapturedKernel<Member, void (*)(A...)> {
+  static void call(A... args) {
+    void (*real)(A...) = get_backend(kernel_device(args...)).kernels().*Member;
+    if (capture_open()) {
+      auto use = [](const auto& a) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Array>) capture_use(a);
+      };
+      (use(args), ...);
+      capture_step([real, saved = std::tuple<std::decay_t<A>...>(args...)] { std::apply(real, saved); });
+    }
+    UncapturedScope inside;
+    real(args...);
+  }
+};
+
+/// The kernel `Member` of the device's backend; NotImplementedError naming the backend, kernel and
+/// calling operation when absent. While a static graph is traced, a recording wrapper of it.
+template <auto Member>
+auto kernel(Device device, const char* kernel_name, const char* op) {
+  auto fn = get_backend(device).kernels().*Member;
   if (fn == nullptr) [[unlikely]] {
     RENSA_THROW(NotImplementedError, op, ": backend '", get_backend(device).name(), "' has no kernel '",
                 kernel_name, "'");
+  }
+  using Fn = decltype(fn);
+  if constexpr (ReturnsVoid<Fn>::value) {
+    if (static_capturing()) [[unlikely]]
+      return Fn(&CapturedKernel<Member, Fn>::call);
   }
   return fn;
 }
@@ -276,4 +348,4 @@ Fn kernel(Device device, Fn KernelTable::*member, const char* kernel_name, const
 }  // namespace rensa
 
 /// Looks up kernel `name` of the KernelTable for `device`, for use in operation `op`.
-#define RENSA_KERNEL(device, name, op) ::rensa::detail::kernel((device), &::rensa::KernelTable::name, #name, (op))
+#define RENSA_KERNEL(device, name, op) ::rensa::detail::kernel<&::rensa::KernelTable::name>((device), #name, (op))

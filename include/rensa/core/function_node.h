@@ -144,6 +144,8 @@ class LambdaNode final : public FunctionNode {
 /// Connects a node to its inputs and outputs (shared by all ways of recording).
 struct NodeBuilder {
   static bool any_requires_grad(std::span<const Variable> inputs);
+  /// The sequence number the next recorded node gets (nodes are numbered in creation order).
+  static uint64_t next_sequence();
   static std::vector<Variable> connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
                                        std::vector<Array> outputs, bool retain_outputs);
   /// connect() for one output, without the vectors (the common case, on the hot path).
