@@ -38,20 +38,45 @@ class FunctionLog : public FunctionHook {
 class Capture : public FunctionLog {
  public:
   using FunctionLog::FunctionLog;
-  std::vector<std::function<void()>> steps;
+  std::string name() const override { return "static_graph"; }
+  struct Step {
+    std::function<void()> run;
+    std::vector<const Storage*> uses;  // every storage its Arrays refer to
+  };
+  /// A storage a step uses, and how many Array handles the recorded steps hold to it.
+  struct Held {
+    std::shared_ptr<Storage> storage;
+    int handles = 0;
+  };
+  std::vector<Step> steps;
+  /// Whether a step's uses are unknown (static_code): no memory plan then.
+  bool opaque = false;
+  /// Notes an Array handle the next step keeps.
+  void use(const Array& a);
+  /// Records a step with the uses noted since the last one.
+  void add_step(std::function<void()> run);
   /// A storage created while tracing (a buffer the schedule may own).
-  void allocated(const Storage* s);
-  /// A storage passed to a recorded kernel.
-  void used(const Storage* s) { used_.insert(s); }
+  void allocated(const Storage* s) { allocated_.insert(s); }
+  bool allocated_here(const Storage* s) const { return allocated_.count(s) != 0; }
+  /// Whether the host wrote or read the storage while tracing (a constant: its bytes must stay).
+  bool host_accessed(const Storage* s) const { return host_accessed_.count(s) != 0; }
+  const std::unordered_map<const Storage*, Held>& held() const { return held_; }
   /// Throws when `a` holds values a replay would change (an input, a parameter, a kernel's result).
-  void check_host_read(const Array& a) const;
-  /// Bytes of the storages both created while tracing and used by a recorded kernel.
-  std::size_t buffer_bytes() const;
+  void check_host_read(const Array& a);
 
  private:
-  std::unordered_map<const Storage*, std::size_t> allocated_;
-  std::unordered_set<const Storage*> used_;
+  std::unordered_set<const Storage*> allocated_, host_accessed_;
+  std::unordered_map<const Storage*, Held> held_;
+  std::vector<const Storage*> pending_;
 };
+
+/// The memory plan of a schedule traced as `forward` then `backward` (null: none): storages created
+/// by the traces, used only by their steps and not `pinned`, share blocks when their lifetimes (first
+/// to last step using them) do not overlap; those alive across the end of the forward keep their
+/// contents. Returns the bytes of the buffers the schedule then holds. With `share` false, only
+/// counts them.
+std::size_t plan_memory(const Capture& forward, const Capture* backward,
+                        const std::unordered_set<const Storage*>& pinned, bool share);
 
 /// Makes `capture` the calling thread's trace (and installs it as a function hook) until the
 /// scope ends. ValueError when a trace is already open on this thread (static graphs do not nest).

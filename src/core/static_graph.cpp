@@ -163,8 +163,18 @@ std::vector<Variable> find_params(const std::string& name, const std::vector<Var
   return params;
 }
 
-// Traces `s->backward` with stand-in output gradients (zeros: a schedule cannot depend on values).
-void trace_backward(Schedule& s, const std::vector<Variable>& outputs) {
+// The steps of `capture`, moved out (a copy would hold their buffers twice).
+std::vector<std::function<void()>> take_steps(detail::Capture& capture) {
+  std::vector<std::function<void()>> out;
+  out.reserve(capture.steps.size());
+  for (auto& step : capture.steps) out.push_back(std::move(step.run));
+  capture.steps.clear();
+  return out;
+}
+
+// Traces `s.backward` into `capture` with stand-in output gradients (zeros: a schedule cannot
+// depend on values). False when there is nothing to differentiate.
+bool trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::Capture& capture) {
   std::vector<Variable> ys, gys, targets;
   s.grad_outputs.assign(outputs.size(), Array());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -179,10 +189,9 @@ void trace_backward(Schedule& s, const std::vector<Variable>& outputs) {
   }
   targets.insert(targets.end(), s.params.begin(), s.params.end());
   s.grads.assign(targets.size(), Array());
-  if (ys.empty() || targets.empty()) return;
+  if (ys.empty() || targets.empty()) return false;
   GradOptions options;
   options.allow_unused_zeros = false;
-  detail::Capture capture(s.name);
   std::vector<Variable> g;
   {
     detail::CaptureScope scope(capture);
@@ -191,8 +200,7 @@ void trace_backward(Schedule& s, const std::vector<Variable>& outputs) {
   for (std::size_t k = 0; k < g.size(); ++k) {
     if (!g[k].is_null()) s.grads[k] = g[k].array();
   }
-  s.backward = std::move(capture.steps);
-  s.buffer_bytes += capture.buffer_bytes();
+  return true;
 }
 
 }  // namespace
@@ -236,14 +244,24 @@ struct StaticGraph::Impl {
       RENSA_CHECK(!outputs[i].is_null(), ValueError, options.name, ": the forward returned a null output ", i);
       s->outputs.push_back(outputs[i].array());
     }
-    s->forward = std::move(capture.steps);
     s->functions = capture.functions();
-    s->buffer_bytes += capture.buffer_bytes();
+    detail::Capture backward(options.name);
+    bool has_backward = false;
     if (key.enable_backprop) {
       s->params = find_params(options.name, outputs, s->inputs, first_node);
       for (const auto& p : s->params) s->param_storage.push_back(p.array().storage().get());
-      trace_backward(*s, outputs);
+      has_backward = trace_backward(*s, outputs, backward);
     }
+    outputs.clear();  // the eager graph: only the steps and the schedule's tables hold buffers now
+    std::unordered_set<const detail::Storage*> pinned;
+    for (const auto* arrays : {&s->outputs, &s->grad_outputs, &s->grads}) {
+      for (const auto& a : *arrays) {
+        if (!a.is_null()) pinned.insert(a.storage().get());
+      }
+    }
+    s->buffer_bytes += detail::plan_memory(capture, has_backward ? &backward : nullptr, pinned, options.plan_memory);
+    s->forward = take_steps(capture);
+    s->backward = take_steps(backward);
     return s;
   }
 
@@ -403,7 +421,10 @@ StaticGraphStats StaticGraph::stats() const {
 
 void static_code(const std::function<void()>& fn) {
   RENSA_CHECK(fn != nullptr, ValueError, "static_code: the function is empty");
-  if (detail::capture_open()) detail::capture_step(fn);
+  if (detail::capture_open()) {
+    detail::current_capture()->opaque = true;  // it may read any array
+    detail::capture_step(fn);
+  }
   detail::UncapturedScope scope;
   fn();
 }

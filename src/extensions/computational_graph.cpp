@@ -45,9 +45,8 @@ void DumpGraph::operator()(training::Trainer& trainer) {
   }
   const std::string text = build_computational_graph({it->second}, options_).dump();
   std::filesystem::create_directories(trainer.out());
-  serializers::detail::AtomicFileWriter writer((std::filesystem::path(trainer.out()) / filename_).string(), "DumpGraph");
-  writer.write(text.data(), text.size());
-  writer.commit();
+  serializers::detail::write_file_atomically((std::filesystem::path(trainer.out()) / filename_).string(), text,
+                                             "DumpGraph");
 }
 
 void DumpGraph::finalize(training::Trainer&) { restore_flag(); }

@@ -44,10 +44,7 @@ void LogReport::operator()(training::Trainer& trainer) {
   if (!log_name_.empty()) {
     const std::string name = format_filename(log_name_, trainer);
     const std::string path = (std::filesystem::path(trainer.out()) / name).string();
-    const std::string text = to_json(log_);
-    serializers::detail::AtomicFileWriter writer(path, "LogReport");
-    writer.write(text.data(), text.size());
-    writer.commit();
+    serializers::detail::write_file_atomically(path, to_json(log_), "LogReport");
   }
   summary_.reset();
 }

@@ -70,10 +70,8 @@ void Timeline::finalize(training::Trainer& trainer) {
 
 void Timeline::write(training::Trainer& trainer, const timeline::Recording& recording) {
   const std::string text = trace_document({trace_events(recording, 0, "rensa", recording.begin_ns())});
-  serializers::detail::AtomicFileWriter writer((std::filesystem::path(trainer.out()) / options_.filename).string(),
-                                               "Timeline");
-  writer.write(text.data(), text.size());
-  writer.commit();
+  serializers::detail::write_file_atomically((std::filesystem::path(trainer.out()) / options_.filename).string(),
+                                             text, "Timeline");
 }
 
 std::string trace_events(const timeline::Recording& recording, int pid, const std::string& process, int64_t zero_ns,

@@ -11,9 +11,7 @@ namespace rensa::mn {
 namespace {
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
-  serializers::detail::AtomicFileWriter writer(path.string(), "mn::timeline");
-  writer.write(text.data(), text.size());
-  writer.commit();
+  serializers::detail::write_file_atomically(path.string(), text, "mn::timeline");
 }
 
 class MultiNodeTimeline : public extensions::Timeline {

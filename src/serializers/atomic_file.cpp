@@ -209,4 +209,10 @@ void AtomicFileWriter::commit() {
   if (rc != 0 && err != EINVAL) fail("fsync of directory '" + dir_ + "'", err);
 }
 
+void write_file_atomically(const std::string& path, std::string_view text, const std::string& op) {
+  AtomicFileWriter writer(path, op);
+  writer.write(text.data(), text.size());
+  writer.commit();
+}
+
 }  // namespace rensa::serializers::detail

@@ -59,4 +59,7 @@ class AtomicFileWriter final : public ByteSink {
   std::string buffer_;
 };
 
+/// Writes `text` to `path` atomically (AtomicFileWriter); IOError starting with `op`.
+void write_file_atomically(const std::string& path, std::string_view text, const std::string& op);
+
 }  // namespace rensa::serializers::detail

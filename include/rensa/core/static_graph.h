@@ -34,6 +34,10 @@ struct StaticGraphOptions {
   std::size_t max_schedules = 8;
   /// Run eagerly when Config::train is false (Chainer's force_test_define_by_run).
   bool eager_in_test = false;
+  /// Buffers whose lifetimes in the schedule do not overlap share memory (activations no longer
+  /// needed, the backward's temporaries). Arrays the forward keeps elsewhere (a link's member) are
+  /// left alone.
+  bool plan_memory = true;
 };
 
 /// What a static graph has done and holds.
@@ -50,7 +54,7 @@ struct StaticGraphStats {
   std::size_t buffer_bytes = 0;
 };
 
-/// Chainer's @static_graph for a C++ forward: `forward` maps input variables to output variables
+/// Chainer's static_graph decorator for a C++ forward: `forward` maps input variables to output variables
 /// and is the same graph on every call (the parameters it uses are found behind its outputs).
 /// Calling the StaticGraph gives the forward's outputs; backward through them replays the traced
 /// backward and delivers the parameters' gradients as an eager backward would, so optimizers, hooks,

@@ -3,6 +3,7 @@
 // shape and configuration, and every way a forward can fail to be static gets a clear error.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,15 +46,13 @@ struct TrainRun {
   std::vector<double> losses;
   std::vector<Array> params;
   std::vector<Array> persistents;
+  StaticGraphStats stats;
 };
 
 // Trains a fresh Net for `steps` steps on fixed batches with MomentumSGD, weight decay and (when
 // `scale`) a backward loss scale.
-TrainRun train(bool use_static, int steps, std::optional<double> scale = std::nullopt, StaticGraph** graph = nullptr) {
-  static std::unique_ptr<Net> keep;
-  keep = std::make_unique<Net>(use_static);
-  Net& net = *keep;
-  if (graph) *graph = &net.graph;
+TrainRun train(bool use_static, int steps, std::optional<double> scale = std::nullopt) {
+  Net net(use_static);
   optimizers::MomentumSGD opt(0.1, 0.9);
   opt.setup(net);
   opt.add_hook(std::make_shared<optimizers::WeightDecay>(1e-3));
@@ -72,6 +71,7 @@ TrainRun train(bool use_static, int steps, std::optional<double> scale = std::nu
   for (const auto& [name, p] : net.namedparams()) run.params.push_back(p.array().copy());
   run.persistents.push_back(net.bn->avg_mean().copy());
   run.persistents.push_back(net.bn->avg_var().copy());
+  run.stats = net.graph.stats();
   return run;
 }
 
@@ -85,10 +85,9 @@ void expect_same_run(const TrainRun& a, const TrainRun& b) {
 
 TEST(StaticGraph, TrainsBitForBitAsEager) {
   const TrainRun eager = train(false, 6);
-  StaticGraph* graph = nullptr;
-  const TrainRun replayed = train(true, 6, std::nullopt, &graph);
+  const TrainRun replayed = train(true, 6);
   expect_same_run(eager, replayed);
-  const StaticGraphStats st = graph->stats();
+  const StaticGraphStats& st = replayed.stats;
   EXPECT_EQ(st.eager_calls, 1);  // the first call (l2's lazy initialization)
   EXPECT_EQ(st.traces, 1);
   EXPECT_EQ(st.replays, 4);
@@ -99,6 +98,93 @@ TEST(StaticGraph, TrainsBitForBitAsEager) {
 }
 
 TEST(StaticGraph, LossScalingAsEager) { expect_same_run(train(false, 4, 64.0), train(true, 4, 64.0)); }
+
+// Parameters and statistics loaded into an already traced static chain are what its replays read.
+TEST(StaticGraph, ContinuesFromASnapshotAsEager) {
+  const std::string path = ::testing::TempDir() + "static_graph_snapshot.npz";
+  {
+    Net trained(true);
+    optimizers::MomentumSGD opt(0.1, 0.9);
+    opt.setup(trained);
+    for (int i = 0; i < 3; ++i) {
+      opt.update([&] {
+        return F::softmax_cross_entropy(trained(Variable(randn({5, 6}, Dtype::float32, 40 + i))),
+                                        Array::from_vector<int32_t>({0, 1, 2, 1, 0}, {5}));
+      });
+    }
+    serializers::save_npz(path, trained);
+  }
+  auto continue_from_snapshot = [&](Net& net) {
+    serializers::load_npz(path, net);
+    optimizers::MomentumSGD opt(0.1, 0.9);
+    opt.setup(net);
+    rensa::seed(3);
+    for (int i = 0; i < 3; ++i) {
+      opt.update([&] {
+        return F::softmax_cross_entropy(net(Variable(randn({5, 6}, Dtype::float32, 50 + i))),
+                                        Array::from_vector<int32_t>({2, 1, 0, 1, 2}, {5}));
+      });
+    }
+    TrainRun run;
+    for (const auto& [name, p] : net.namedparams()) run.params.push_back(p.array().copy());
+    run.persistents = {net.bn->avg_mean().copy(), net.bn->avg_var().copy()};
+    return run;
+  };
+  Net eager(false);
+  eager(Variable(randn({5, 6}, Dtype::float32, 1)));  // l2's lazy initialization before loading
+  Net replayed(true);
+  for (int i = 0; i < 3; ++i) replayed(Variable(randn({5, 6}, Dtype::float32, 1)));  // traced before loading
+  ASSERT_EQ(replayed.graph.stats().traces, 1);
+  const TrainRun a = continue_from_snapshot(eager), b = continue_from_snapshot(replayed);
+  EXPECT_EQ(replayed.graph.stats().traces, 1);
+  expect_same_run(a, b);
+  std::remove(path.c_str());
+}
+
+// A deep MLP: with the memory plan its buffers share blocks, and training is the same as without.
+TEST(StaticGraph, MemoryPlanSharesBuffersAndChangesNothing) {
+  auto run = [](bool plan, StaticGraphStats* stats) {
+    std::vector<Variable> Ws;
+    for (int i = 0; i < 6; ++i) Ws.emplace_back(randn({64, 64}, Dtype::float32, 60 + i), true);
+    StaticGraph graph(
+        [&Ws](const Variable& x) {
+          Variable h = x;
+          for (const auto& W : Ws) h = F::tanh(F::matmul(h, W));
+          return h;
+        },
+        {.plan_memory = plan});
+    for (int step = 0; step < 4; ++step) {
+      Variable loss = F::sum(F::square(graph(Variable(randn({32, 64}, Dtype::float32, 70 + step)))));
+      for (auto& W : Ws) W.cleargrad();
+      loss.backward();
+      for (auto& W : Ws) W.array().assign(F::sub(W, F::mul(W.grad(), 0.01)).array());
+    }
+    *stats = graph.stats();
+    std::vector<Array> out;
+    for (const auto& W : Ws) out.push_back(W.array().copy());
+    return out;
+  };
+  StaticGraphStats planned, unplanned;
+  const auto a = run(true, &planned), b = run(false, &unplanned);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(array_equal(a[i], b[i])) << i;
+  EXPECT_LT(planned.buffer_bytes, unplanned.buffer_bytes * 3 / 4);
+}
+
+// An array the forward keeps elsewhere is not shared: it holds the latest replay's values.
+TEST(StaticGraph, KeptArraysAreNotShared) {
+  Variable W(randn({64, 64}, Dtype::float32, 1), true);
+  Variable kept;
+  auto body = [&W](const Variable& x) { return F::tanh(F::matmul(x, W)); };
+  StaticGraph graph([&](const Variable& x) {
+    kept = body(x);
+    return F::sum(F::square(F::matmul(kept, W)));
+  });
+  for (int i = 0; i < 4; ++i) {
+    const Array x = randn({32, 64}, Dtype::float32, 10 + i);
+    graph(Variable(x)).backward();
+    EXPECT_TRUE(array_equal(kept.array(), body(Variable(x)).array())) << i;
+  }
+}
 
 // Counts the functions hooks see.
 struct CountHook : FunctionHook {
