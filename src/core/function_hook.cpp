@@ -35,6 +35,7 @@ ThreadHooks& thread_hooks() {
 // Number of NaN elements of a floating array (0 for other dtypes).
 int64_t count_nan(const Array& a) {
   if (a.is_null() || !is_floating(a.dtype()) || !a.device().is_host()) return 0;
+  if (detail::static_capturing() && detail::capture_open() && detail::capture_dry()) return 0;  // nothing ran
   detail::UncapturedScope checking;  // debug mode's own read, not the traced code's
   int64_t n = 0;
   for (double v : a.to_vector<double>()) n += std::isnan(v) ? 1 : 0;

@@ -4,6 +4,7 @@
 // check), and which arrays the traced code may read on the host.
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,49 +35,60 @@ class FunctionLog : public FunctionHook {
   std::vector<std::string> open_;
 };
 
-/// A trace: FunctionLog plus the recorded steps and the arrays allocated and used while it runs.
-class Capture : public FunctionLog {
+/// What the traces of one schedule (its forward, then its backward) share: the storages their
+/// steps use and the memory plan. The plan works while tracing: when a step first uses a buffer
+/// created by the trace, the buffer takes the block of one that is dead (held by recorded steps
+/// only, so the traced code can no longer reach it and no later step can use it), if one is large
+/// enough; otherwise its memory starts a new block. Lifetimes in a block thus never overlap, the
+/// trace itself needs no more memory than an eager call, and contents are produced where they stay.
+class Ledger {
  public:
-  using FunctionLog::FunctionLog;
-  std::string name() const override { return "static_graph"; }
-  struct Step {
-    std::function<void()> run;
-    std::vector<const Storage*> uses;  // every storage its Arrays refer to
-  };
-  /// A storage a step uses, and how many Array handles the recorded steps hold to it.
-  struct Held {
-    std::shared_ptr<Storage> storage;
-    int handles = 0;
-  };
-  std::vector<Step> steps;
-  /// Whether a step's uses are unknown (static_code): no memory plan then.
-  bool opaque = false;
-  /// Notes an Array handle the next step keeps.
+  explicit Ledger(bool share) : share_(share) {}
+  /// Notes a handle the next step keeps to `a`'s storage (placing a buffer seen for the first time).
   void use(const Array& a);
-  /// Records a step with the uses noted since the last one.
-  void add_step(std::function<void()> run);
-  /// A storage created while tracing (a buffer the schedule may own).
+  /// The step of the handles noted since the last one is recorded.
+  void step_recorded();
   void allocated(const Storage* s) { allocated_.insert(s); }
-  bool allocated_here(const Storage* s) const { return allocated_.count(s) != 0; }
-  /// Whether the host wrote or read the storage while tracing (a constant: its bytes must stay).
-  bool host_accessed(const Storage* s) const { return host_accessed_.count(s) != 0; }
-  const std::unordered_map<const Storage*, Held>& held() const { return held_; }
-  /// Throws when `a` holds values a replay would change (an input, a parameter, a kernel's result).
-  void check_host_read(const Array& a);
+  /// Notes a host access to a buffer of the trace (a constant, whose bytes must stay); false when
+  /// the storage is not one (its values are an input's, a parameter's or a kernel's).
+  bool host_access(const Storage* s);
+  /// No further sharing (a static_code step may read any array it reaches).
+  void stop_sharing() { share_ = false; }
+  /// Bytes of the buffers the trace created that its steps hold, shared blocks counted once.
+  std::size_t bytes() const;
 
  private:
-  std::unordered_set<const Storage*> allocated_, host_accessed_;
+  struct Held {
+    std::shared_ptr<Storage> storage;
+    long handles = 0;
+  };
+  struct Block {
+    std::shared_ptr<Storage> owner;
+    const Storage* tenant;
+    long adopters = 0;  // storages using the owner's memory (each holds the owner)
+  };
+  bool dead(const Block& b) const;
+  void place(const Storage* s, const std::shared_ptr<Storage>& storage);
+
+  bool share_;
+  std::unordered_set<const Storage*> allocated_, host_accessed_, adopted_;
   std::unordered_map<const Storage*, Held> held_;
+  std::vector<Block> blocks_;
   std::vector<const Storage*> pending_;
 };
 
-/// The memory plan of a schedule traced as `forward` then `backward` (null: none): storages created
-/// by the traces, used only by their steps and not `pinned`, share blocks when their lifetimes (first
-/// to last step using them) do not overlap; those alive across the end of the forward keep their
-/// contents. Returns the bytes of the buffers the schedule then holds. With `share` false, only
-/// counts them.
-std::size_t plan_memory(const Capture& forward, const Capture* backward,
-                        const std::unordered_set<const Storage*>& pinned, bool share);
+/// A trace: FunctionLog plus the recorded steps.
+class Capture : public FunctionLog {
+ public:
+  Capture(std::string graph, std::shared_ptr<Ledger> ledger) : FunctionLog(std::move(graph)), ledger(std::move(ledger)) {}
+  std::string name() const override { return "static_graph"; }
+  std::vector<std::function<void()>> steps;
+  std::shared_ptr<Ledger> ledger;
+  /// Record without running (capture_dry).
+  bool dry = false;
+  /// Throws when `a` holds values a replay would change (an input, a parameter, a kernel's result).
+  void check_host_read(const Array& a);
+};
 
 /// Makes `capture` the calling thread's trace (and installs it as a function hook) until the
 /// scope ends. ValueError when a trace is already open on this thread (static graphs do not nest).

@@ -1,9 +1,11 @@
 // Static graphs. A trace runs the forward eagerly under a Capture, which records every kernel call
 // (with the Arrays it used, so the same buffers are written again), then traces the backward at
-// once with rensa::grad on stand-in output gradients: at that point no outer backward is running, so
-// the inner engine cannot disturb the bookkeeping of parameters an outer backward shares. A replay
-// copies the inputs into the trace's input buffers and runs the steps; backward through its outputs
-// copies the output gradients in and runs the backward steps.
+// once with rensa::grad on stand-in output gradients, recording its kernels without running them:
+// at that point no outer backward is running, so the inner engine cannot disturb the bookkeeping of
+// parameters an outer backward shares, and the forward's buffers (which the memory plan lets the
+// backward's temporaries reuse) still hold what the call's own backward will read. A replay copies
+// the inputs into the trace's input buffers and runs the steps; backward through its outputs copies
+// the output gradients in and runs the backward steps.
 #include "rensa/core/static_graph.h"
 
 #include <algorithm>
@@ -163,18 +165,9 @@ std::vector<Variable> find_params(const std::string& name, const std::vector<Var
   return params;
 }
 
-// The steps of `capture`, moved out (a copy would hold their buffers twice).
-std::vector<std::function<void()>> take_steps(detail::Capture& capture) {
-  std::vector<std::function<void()>> out;
-  out.reserve(capture.steps.size());
-  for (auto& step : capture.steps) out.push_back(std::move(step.run));
-  capture.steps.clear();
-  return out;
-}
-
-// Traces `s.backward` into `capture` with stand-in output gradients (zeros: a schedule cannot
-// depend on values). False when there is nothing to differentiate.
-bool trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::Capture& capture) {
+// Traces `s.backward` into `capture` (dry) with stand-in output gradients: a schedule cannot depend
+// on values.
+void trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::Capture& capture) {
   std::vector<Variable> ys, gys, targets;
   s.grad_outputs.assign(outputs.size(), Array());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -189,7 +182,7 @@ bool trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::C
   }
   targets.insert(targets.end(), s.params.begin(), s.params.end());
   s.grads.assign(targets.size(), Array());
-  if (ys.empty() || targets.empty()) return false;
+  if (ys.empty() || targets.empty()) return;
   GradOptions options;
   options.allow_unused_zeros = false;
   std::vector<Variable> g;
@@ -200,7 +193,6 @@ bool trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::C
   for (std::size_t k = 0; k < g.size(); ++k) {
     if (!g[k].is_null()) s.grads[k] = g[k].array();
   }
-  return true;
 }
 
 }  // namespace
@@ -234,7 +226,8 @@ struct StaticGraph::Impl {
       s->buffer_bytes += x.array().nbytes();
     }
     const uint64_t first_node = detail::NodeBuilder::next_sequence();
-    detail::Capture capture(options.name);
+    auto ledger = std::make_shared<detail::Ledger>(options.plan_memory);
+    detail::Capture capture(options.name, ledger);
     std::vector<Variable> outputs;
     {
       detail::CaptureScope scope(capture);
@@ -245,23 +238,16 @@ struct StaticGraph::Impl {
       s->outputs.push_back(outputs[i].array());
     }
     s->functions = capture.functions();
-    detail::Capture backward(options.name);
-    bool has_backward = false;
+    detail::Capture backward(options.name, ledger);
+    backward.dry = true;
     if (key.enable_backprop) {
       s->params = find_params(options.name, outputs, s->inputs, first_node);
       for (const auto& p : s->params) s->param_storage.push_back(p.array().storage().get());
-      has_backward = trace_backward(*s, outputs, backward);
+      trace_backward(*s, outputs, backward);
     }
-    outputs.clear();  // the eager graph: only the steps and the schedule's tables hold buffers now
-    std::unordered_set<const detail::Storage*> pinned;
-    for (const auto* arrays : {&s->outputs, &s->grad_outputs, &s->grads}) {
-      for (const auto& a : *arrays) {
-        if (!a.is_null()) pinned.insert(a.storage().get());
-      }
-    }
-    s->buffer_bytes += detail::plan_memory(capture, has_backward ? &backward : nullptr, pinned, options.plan_memory);
-    s->forward = take_steps(capture);
-    s->backward = take_steps(backward);
+    s->forward = std::move(capture.steps);
+    s->backward = std::move(backward.steps);
+    s->buffer_bytes += ledger->bytes();
     return s;
   }
 
@@ -422,8 +408,9 @@ StaticGraphStats StaticGraph::stats() const {
 void static_code(const std::function<void()>& fn) {
   RENSA_CHECK(fn != nullptr, ValueError, "static_code: the function is empty");
   if (detail::capture_open()) {
-    detail::current_capture()->opaque = true;  // it may read any array
+    detail::current_capture()->ledger->stop_sharing();  // it may read any array it reaches
     detail::capture_step(fn);
+    if (detail::capture_dry()) return;
   }
   detail::UncapturedScope scope;
   fn();

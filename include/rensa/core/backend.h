@@ -275,6 +275,9 @@ inline bool static_capturing() { return g_static_captures.load(std::memory_order
 /// Whether the calling thread is tracing a static graph outside any kernel or static_code: what it
 /// runs now is to be recorded.
 bool capture_open();
+/// Whether the open trace records without running (a backward's: its values are not needed until a
+/// replay, and running it would overwrite buffers the forward's results still live in).
+bool capture_dry();
 /// Appends a step to the calling thread's trace (only when capture_open()).
 void capture_step(std::function<void()> step);
 /// Notes that a recorded step uses `a` (its values are then no longer the host's to read).
@@ -321,6 +324,7 @@ struct CapturedKernel<Member, void (*)(A...)> {
       };
       (use(args), ...);
       capture_step([real, saved = std::tuple<std::decay_t<A>...>(args...)] { std::apply(real, saved); });
+      if (capture_dry()) return;
     }
     UncapturedScope inside;
     real(args...);
