@@ -10,6 +10,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace D = rensa::datasets;
 namespace T = rensa::datasets::transforms;
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--size", size, "Side of each cell in pixels")->check(CLI::Range(8, 4096));
   app.add_option("--columns", columns, "Cells per row")->check(CLI::Range(1, 100));
   app.add_option("--seed", seed, "Seed of the transforms' random streams");
+  run_flags::guard_numbers(app);
   CLI11_PARSE(app, argc, argv);
   try {
     const Array image = D::read_image(input, {.dtype = rensa::Dtype::uint8, .color = D::ImageColor::rgb});

@@ -12,6 +12,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace D = rensa::datasets;
 namespace T = rensa::datasets::transforms;
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--resize", resize, "Resize each image to this square size first (0: as stored)")
       ->check(CLI::Range(0, 65535));
   app.add_option("-j,--loaderjob", loaderjob, "Worker threads that decode")->check(CLI::Range(1, 256));
+  run_flags::guard_numbers(app);
   CLI11_PARSE(app, argc, argv);
   try {
     D::DatasetPtr ds = std::make_shared<D::LabeledImageDataset>(

@@ -12,6 +12,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace D = rensa::datasets;
 namespace T = rensa::datasets::transforms;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(8, 1024));
   app.add_option("--quality", quality, "JPEG quality")->check(CLI::Range(1, 100));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
+  run_flags::guard_numbers(app);
   CLI11_PARSE(app, argc, argv);
   const std::vector<std::string> classes = {"tshirt", "trouser", "pullover", "dress", "coat",
                                             "sandal", "shirt",   "sneaker",  "bag",   "boot"};

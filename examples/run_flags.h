@@ -4,7 +4,10 @@
 // --profile (time per function and per link, printed at the end), and Ctrl-C or SIGTERM (the step under way finishes, a
 // snapshot is written, a line says how to go on, and the exit status is 128 + the signal).
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -26,8 +29,42 @@ struct Flags {
   rensa::training::Trigger log_trigger = {1, "epoch"};
 };
 
-/// Adds --resume, --keep-snapshots, --profile and --timeline.
+/// Throws CLI::ValidationError for a value that would silently change a flag's meaning: NaN or an
+/// infinity, an integer beyond 64 bits (which would saturate), and a positive --timeout that
+/// rounds to 0 ms (which means "never").
+inline void check_numbers(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& v : opt->results()) {
+      const char* text = v.c_str();
+      char* end = nullptr;
+      const double d = std::strtod(text, &end);
+      if (end == text || *end != '\0') continue;  // not a number: the option's own parser judges it
+      if (!std::isfinite(d)) throw CLI::ValidationError(opt->get_name(), "must be a finite number, got '" + v + "'");
+      const bool integer = v.find_first_not_of("+-0123456789") == std::string::npos;
+      if (integer) {
+        errno = 0;
+        if (v[0] == '-') {
+          (void)std::strtoll(text, nullptr, 10);
+        } else {
+          (void)std::strtoull(text, nullptr, 10);
+        }
+        if (errno == ERANGE) throw CLI::ValidationError(opt->get_name(), v + " is out of the 64-bit integers' range");
+      }
+      if (opt->get_name() == "--timeout" && d > 0 && d < 0.0005) {
+        throw CLI::ValidationError(opt->get_name(), v + " s rounds to 0 ms, which means never; give 0 for that, or at least 0.0005");
+      }
+    }
+  }
+}
+
+/// Makes app's parse end with check_numbers (every example calls it before parsing).
+inline void guard_numbers(CLI::App& app) {
+  app.parse_complete_callback([&app] { check_numbers(app); });
+}
+
+/// Adds --resume, --keep-snapshots, --profile and --timeline, and guard_numbers.
 inline void add_flags(CLI::App& app, Flags& f) {
+  guard_numbers(app);
   app.add_flag("--profile", f.profile,
                "Time every function (forward and backward) and every link, and print the tables at the end (rank 0)");
   app.add_option("--timeline", f.timeline,

@@ -98,6 +98,9 @@ std::chrono::milliseconds default_timeout() {
                   seconds <= 1e9,
               ValueError, "create_communicator: RENSA_MN_TIMEOUT must be a non-negative number of seconds (0: never), "
               "got '", value, "'");
+  // A positive value that rounds to 0 ms would mean "never": the opposite of what was asked.
+  RENSA_CHECK(seconds == 0 || seconds >= 0.0005, ValueError, "create_communicator: RENSA_MN_TIMEOUT '", value,
+              "' rounds to 0 ms, which means never; give 0 for that, or at least 0.0005");
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(seconds * 1000.0)));
 }
 

@@ -190,6 +190,9 @@ TEST(Failure, TimeoutComesFromTheEnvironment) {
   EXPECT_LT(bad.seconds, 10.0);
   EXPECT_OUTPUT(bad, "create_communicator: RENSA_MN_TIMEOUT must be a non-negative number of seconds");
   EXPECT_OUTPUT(bad, "'5 min'");
+  const JobResult tiny = run_job({"ok"}, 60, {{"RENSA_MN_TIMEOUT", "0.0004"}});
+  EXPECT_NE(tiny.exit_code, 0);
+  EXPECT_OUTPUT(tiny, "RENSA_MN_TIMEOUT '0.0004' rounds to 0 ms, which means never");
 }
 
 TEST(Failure, StoppedPeerOfARecvIsNamed) {
