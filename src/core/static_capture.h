@@ -38,9 +38,10 @@ class FunctionLog : public FunctionHook {
 /// What the traces of one schedule (its forward, then its backward) share: the storages their
 /// steps use and the memory plan. The plan works while tracing: when a step first uses a buffer
 /// created by the trace, the buffer takes the block of one that is dead (held by recorded steps
-/// only, so the traced code can no longer reach it and no later step can use it), if one is large
-/// enough; otherwise its memory starts a new block. Lifetimes in a block thus never overlap, the
-/// trace itself needs no more memory than an eager call, and contents are produced where they stay.
+/// only, so the traced code can no longer reach it and no later step can use it) and between one
+/// and two times its size; otherwise its memory starts a new block. Lifetimes in a block thus never
+/// overlap, a trace needs about the memory of an eager call, and contents are produced where they
+/// stay.
 class Ledger {
  public:
   explicit Ledger(bool share) : share_(share) {}
