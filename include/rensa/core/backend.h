@@ -268,8 +268,8 @@ namespace detail {
 
 // ---- capture for static graphs (include/rensa/core/static_graph.h) ----
 
-/// Number of static-graph traces open on all threads; kernel lookups test it first, so no trace
-/// costs one relaxed load per kernel.
+/// Number of static-graph traces open on all threads. Kernel lookups test it first: with no trace
+/// open, capture costs one relaxed load per lookup.
 extern std::atomic<int> g_static_captures;
 inline bool static_capturing() { return g_static_captures.load(std::memory_order_relaxed) != 0; }
 /// Whether the calling thread is tracing a static graph outside any kernel or static_code: what it

@@ -3,7 +3,8 @@
 /// Static graphs (Chainer's static_graph): a forward whose graph is the same on every call runs
 /// eagerly on its first call (lazy initialization), is traced by its second, run eagerly as usual
 /// while the kernels it and its backward run are recorded, and later calls replay that schedule on
-/// the same buffers, building no graph and allocating nothing but their outputs. docs/static_graph.md says what a forward must (not) do to be replayed.
+/// the same buffers, building no graph; the only new arrays are the outputs and the gradients
+/// handed out. docs/static_graph.md says what a forward must (not) do to be replayed.
 
 #include <cstddef>
 #include <cstdint>
