@@ -305,7 +305,8 @@ struct StaticGraph::Impl {
     }
     os << "; the forward's graph differs from its trace, so a replay would compute something else";
     if (!options.retrace_on_mismatch) RENSA_THROW(ValueError, os.str(), " (retrace_on_mismatch traces it again)");
-    std::erase_if(schedules, [&](const auto& other) { return other->key == s.key; });
+    // By a copy of the key: erasing may destroy `s`.
+    std::erase_if(schedules, [key = s.key](const auto& other) { return other->key == key; });
     return outputs;
   }
 

@@ -350,6 +350,29 @@ TEST(StaticGraph, CheckFindsDifferentControlFlow) {
   EXPECT_EQ(retracing.stats().traces, 2);
 }
 
+// A mismatch drops every schedule of its key (here two, with another key's between them) and keeps
+// the others.
+TEST(StaticGraph, MismatchDropsEveryScheduleOfItsKey) {
+  bool branch = false;
+  Variable W(randn({3}), true);
+  StaticGraph graph([&](const Variable& x) { return branch ? F::tanh(F::mul(x, W)) : F::relu(F::mul(x, W)); },
+                    {.check_every = 6, .retrace_on_mismatch = true});
+  const Variable a(randn({3}, Dtype::float64, 1)), b(randn({2, 3}, Dtype::float64, 2));
+  graph(a);                // 1: eager
+  graph(a);                // 2: schedule A
+  graph(b);                // 3: schedule B, another shape
+  {
+    Variable pending = graph(a);  // 4: A, its backward pending
+    graph(a);                     // 5: A is busy: schedule C, A's key
+    EXPECT_EQ(graph.stats().schedules, 3u);
+  }
+  branch = true;
+  EXPECT_TRUE(array_equal(graph(a).array(), F::tanh(F::mul(a, W)).array()));  // 6: checked, eager
+  EXPECT_EQ(graph.stats().schedules, 1u);                                      // B is left
+  EXPECT_TRUE(array_equal(graph(a).array(), F::tanh(F::mul(a, W)).array()));  // 7: traced again
+  EXPECT_EQ(graph.stats().traces, 4);
+}
+
 TEST(StaticGraph, NestingAndDoubleBackpropAreErrors) {
   StaticGraph inner([](const Variable& x) { return F::relu(x); }, {.name = "inner"});
   StaticGraph outer([&](const Variable& x) { return inner(x); }, {.name = "outer"});
