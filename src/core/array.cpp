@@ -28,11 +28,10 @@ Storage::~Storage() {
   if (data_ != inline_ && !owner_) get_backend(device_).deallocate(data_, nbytes_);
 }
 
-void Storage::share_memory_of(std::shared_ptr<Storage> owner, bool keep_contents) {
+void Storage::share_memory_of(std::shared_ptr<Storage> owner) {
   RENSA_CHECK(owner && owner.get() != this && !owner->owner_ && owner->nbytes_ >= nbytes_ &&
                   owner->device_ == device_ && device_.is_host() && data_ != inline_ && owner->data_ != owner->inline_,
               ValueError, "Storage::share_memory_of: a ", nbytes_, "-byte storage cannot use that memory");
-  if (keep_contents) std::memcpy(owner->data_, data_, nbytes_);
   if (!owner_) get_backend(device_).deallocate(data_, nbytes_);
   if (tracked_) [[unlikely]] {
     track_freed(nbytes_);

@@ -29,10 +29,7 @@ Array draw(const char* op, RandomDist dist, const Shape& shape, double p0, doubl
   };
   if (detail::static_capturing() && detail::capture_open()) [[unlikely]] {
     detail::capture_use(out);
-    detail::capture_step(draw_into);
-    if (detail::capture_dry()) return out;
-    detail::UncapturedScope inside;
-    draw_into();
+    detail::record_and_run(draw_into);
   } else {
     draw_into();
   }

@@ -33,6 +33,15 @@ void capture_use(const Array& a) {
 UncapturedScope::UncapturedScope() { ++t_uncaptured; }
 UncapturedScope::~UncapturedScope() { --t_uncaptured; }
 
+void record_and_run(const std::function<void()>& step) {
+  if (capture_open()) {
+    capture_step(step);
+    if (capture_dry()) return;
+  }
+  UncapturedScope inside;
+  step();
+}
+
 void capture_allocated(const Storage* s) {
   if (t_capture) t_capture->ledger->allocated(s);
 }
@@ -102,7 +111,7 @@ void Ledger::place(const Storage* s, const std::shared_ptr<Storage>& storage) {
     blocks_.push_back({storage, s});
     return;
   }
-  storage->share_memory_of(best->owner, false);
+  storage->share_memory_of(best->owner);
   adopted_.insert(s);
   best->tenant = s;
   ++best->adopters;

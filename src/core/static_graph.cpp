@@ -173,7 +173,7 @@ void trace_backward(Schedule& s, const std::vector<Variable>& outputs, detail::C
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const Variable& y = outputs[i];
     if (!is_floating(y.dtype()) || !(y.creator() || y.requires_grad())) continue;
-    s.grad_outputs[i] = Array::zeros(y.shape(), y.dtype(), y.device());
+    s.grad_outputs[i] = Array::empty(y.shape(), y.dtype(), y.device());
     ys.push_back(y);
     gys.push_back(Variable(s.grad_outputs[i]));
   }
@@ -408,13 +408,9 @@ StaticGraphStats StaticGraph::stats() const {
 
 void static_code(const std::function<void()>& fn) {
   RENSA_CHECK(fn != nullptr, ValueError, "static_code: the function is empty");
-  if (detail::capture_open()) {
-    detail::current_capture()->ledger->stop_sharing();  // it may read any array it reaches
-    detail::capture_step(fn);
-    if (detail::capture_dry()) return;
-  }
-  detail::UncapturedScope scope;
-  fn();
+  // It may read any array it reaches: no buffer it sees may be shared.
+  if (detail::capture_open()) detail::current_capture()->ledger->stop_sharing();
+  detail::record_and_run(fn);
 }
 
 }  // namespace rensa

@@ -34,9 +34,9 @@ class Storage {
   std::size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
   /// Frees this storage's own memory and uses `owner`'s from now on (a static graph's memory plan
-  /// gives buffers whose lifetimes do not overlap one block); with `keep_contents` the bytes are
-  /// copied over first. `owner`: at least as large, on the same device, not inline.
-  void share_memory_of(std::shared_ptr<Storage> owner, bool keep_contents);
+  /// gives buffers whose lifetimes do not overlap one block); the contents are not kept.
+  /// `owner`: at least as large, on the same device, not inline.
+  void share_memory_of(std::shared_ptr<Storage> owner);
 
  private:
   std::shared_ptr<Storage> owner_;  // whose memory data_ is, when shared

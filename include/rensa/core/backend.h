@@ -291,6 +291,9 @@ class [[nodiscard]] UncapturedScope {
   UncapturedScope(const UncapturedScope&) = delete;
   UncapturedScope& operator=(const UncapturedScope&) = delete;
 };
+/// Records `step` in the open trace, if any; then, unless the trace is dry, runs it inside an
+/// UncapturedScope. The caller notes the arrays the step uses first (capture_use).
+void record_and_run(const std::function<void()>& step);
 
 /// The device of a kernel call: its first non-null Array argument's.
 template <class... A>
@@ -318,16 +321,11 @@ template <auto Member, class... A>
 struct CapturedKernel<Member, void (*)(A...)> {
   static void call(A... args) {
     void (*real)(A...) = get_backend(kernel_device(args...)).kernels().*Member;
-    if (capture_open()) {
-      auto use = [](const auto& a) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Array>) capture_use(a);
-      };
-      (use(args), ...);
-      capture_step([real, saved = std::tuple<std::decay_t<A>...>(args...)] { std::apply(real, saved); });
-      if (capture_dry()) return;
-    }
-    UncapturedScope inside;
-    real(args...);
+    auto use = [](const auto& a) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Array>) capture_use(a);
+    };
+    if (capture_open()) (use(args), ...);
+    record_and_run([real, saved = std::tuple<std::decay_t<A>...>(args...)] { std::apply(real, saved); });
   }
 };
 
