@@ -14,6 +14,15 @@ Generator& default_generator() {
 
 void seed(uint64_t s) { default_generator().reseed(s); }
 
+namespace detail {
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace detail
+
 namespace random {
 namespace {
 Array draw(const char* op, RandomDist dist, const Shape& shape, double p0, double p1, Dtype dtype, Device device,

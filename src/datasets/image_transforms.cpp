@@ -43,12 +43,7 @@ Array& image_of(const char* who, Example& example) {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using ::rensa::detail::splitmix64;
 
 /// true with probability p, from 32 random bits.
 bool bernoulli(uint32_t bits, double p) {

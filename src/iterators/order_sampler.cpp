@@ -11,11 +11,8 @@ std::vector<int64_t> ShuffleOrderSampler::operator()(const std::vector<int64_t>&
                                                      int64_t current_position, int64_t epoch, int64_t size) const {
   (void)current_order;
   (void)current_position;
-  // One generator stream per epoch: seed and epoch mixed (splitmix64's finalizer), so epochs differ.
-  uint64_t x = seed_ + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch + 1);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  Generator gen(x ^ (x >> 31));
+  // One generator stream per epoch: seed and epoch mixed, so epochs differ.
+  Generator gen(::rensa::detail::splitmix64(seed_ + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(epoch)));
   return datasets::permutation(size, gen);
 }
 

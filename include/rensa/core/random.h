@@ -55,6 +55,9 @@ namespace detail {
 void philox4x32(uint64_t ctr, uint64_t seed, uint32_t out[4]);
 /// The double drawn at counter `ctr`: uniform in [0, 1) or standard normal.
 double random_at(RandomDist dist, uint64_t ctr, uint64_t seed);
+/// splitmix64 (Steele et al.): a well-mixed 64-bit value from `x`, for deriving one stream's seed
+/// from a seed and a key (an epoch, a parameter, a step).
+uint64_t splitmix64(uint64_t x);
 }  // namespace detail
 
 }  // namespace rensa
