@@ -1,4 +1,4 @@
-// Adam (with AdamW's decoupled weight decay and AMSGrad): hyperparameters and the fused rule.
+// Adam (with AdamW's decoupled weight decay, AMSGrad and AdaBound): hyperparameters and the fused rule.
 #include "rensa/optimizers/adam.h"
 
 #include <algorithm>
@@ -9,14 +9,19 @@
 
 namespace rensa::optimizers {
 
-Adam::Adam(double alpha, double beta1, double beta2, double eps, double eta, double weight_decay_rate, bool amsgrad)
+Adam::Adam(double alpha, double beta1, double beta2, double eps, double eta, double weight_decay_rate, bool amsgrad,
+           bool adabound, double final_lr, double gamma)
     : alpha_(declare_hyperparam("alpha", alpha)),
       beta1_(declare_hyperparam("beta1", beta1)),
       beta2_(declare_hyperparam("beta2", beta2)),
       eps_(declare_hyperparam("eps", eps)),
       eta_(declare_hyperparam("eta", eta)),
       weight_decay_rate_(declare_hyperparam("weight_decay_rate", weight_decay_rate)),
-      amsgrad_(declare_hyperparam("amsgrad", amsgrad ? 1.0 : 0.0)) {
+      amsgrad_(declare_hyperparam("amsgrad", amsgrad ? 1.0 : 0.0)),
+      adabound_(declare_hyperparam("adabound", adabound ? 1.0 : 0.0)),
+      final_lr_(declare_hyperparam("final_lr", final_lr)),
+      gamma_(declare_hyperparam("gamma", gamma)),
+      initial_alpha_(alpha) {
   optimizer_name_ = "Adam";
 }
 
@@ -37,15 +42,30 @@ std::unique_ptr<UpdateRule> Adam::create_update_rule() {
       [this](const Array& param, const Array& grad, const Array* state, int64_t t) {
         // The bias correction uses the rule's own step count, as Chainer's AdamRule does.
         const double lr = alpha_t(*alpha_, *beta1_, *beta2_, t);
-        const auto make = [lr, b1 = *beta1_, b2 = *beta2_, eps = *eps_, eta = *eta_,
-                           wd = *weight_decay_rate_]<class T>() {
+        const bool bound = *adabound_ != 0.0;
+        double lower = 0.0, upper = 0.0;
+        if (bound) {
+          RENSA_CHECK(*gamma_ > 0.0 && initial_alpha_ != 0.0, ValueError, optimizer_name_,
+                      ": AdaBound's bounds need gamma > 0 and a nonzero initial alpha, got gamma ", *gamma_,
+                      " and alpha ", initial_alpha_);
+          const double f = *final_lr_ * *alpha_ / initial_alpha_, td = static_cast<double>(t);
+          lower = f * (1.0 - 1.0 / (*gamma_ * td + 1.0));
+          upper = f * (1.0 + 1.0 / (*gamma_ * td));
+        }
+        const auto make = [lr, b1 = *beta1_, b2 = *beta2_, eps = *eps_, eta = *eta_, wd = *weight_decay_rate_, bound,
+                           lower, upper]<class T>() {
           using C = compute_t<T>;
           const C alpha_t = C(lr), one_m_b1 = C(1.0 - b1), one_m_b2 = C(1.0 - b2), eps_c = C(eps);
-          const C eta_c = C(eta), wd_c = C(wd);
+          const C eta_c = C(eta), wd_c = C(wd), lo = C(lower), hi = C(upper);
           // Decoupled weight decay (AdamW): the decay term is not scaled by the adaptive step.
           const auto apply = [=](T& p, C m, C vh) {
             const C pc = C(p);
-            p = T(pc - eta_c * (alpha_t * m / (std::sqrt(vh) + eps_c) + wd_c * pc));
+            if (bound) {
+              const C step = std::max(std::min(alpha_t / (std::sqrt(vh) + eps_c), hi), lo);
+              p = T(pc - eta_c * (step * m + wd_c * pc));
+            } else {
+              p = T(pc - eta_c * (alpha_t * m / (std::sqrt(vh) + eps_c) + wd_c * pc));
+            }
           };
           const auto moments = [=](const T& g, T& m, T& v) {
             const C gc = C(g), mc = C(m), vc = C(v);

@@ -34,6 +34,9 @@ class FusedRule final : public UpdateRule {
   FusedRule(const char* owner, std::vector<std::string> state_names, int n_required, std::function<int()> n_state,
             VariableStepFn step);
 
+  /// State array `i` starts at `value` instead of zero (SMORMS3's "mem" starts at 1).
+  void set_initial_value(std::size_t i, double value);
+
   void update_core(const Variable& param) override;
   void serialize(serializers::Serializer& s) override;
   std::vector<std::pair<std::string, Array>> state() const override;
@@ -49,6 +52,7 @@ class FusedRule final : public UpdateRule {
   StepFn step_;
   VariableStepFn variable_step_;
   std::array<Array, kMaxState> state_;
+  std::array<double, kMaxState> initial_{};
 };
 
 }  // namespace rensa::optimizers::detail

@@ -3,6 +3,10 @@
 #include "rensa/optimizers/hooks.h"
 
 #include <cmath>
+#include <string>
+#include <utility>
+
+#include "rensa/core/config.h"
 
 #include "src/functions/common.h"
 
@@ -69,6 +73,39 @@ void GradientHardClipping::operator()(Optimizer& optimizer) {
   for_each_grad(optimizer, "GradientHardClipping", [&](const Array&, const Array& g) {
     g.assign(fd::unary("GradientHardClipping", UnaryOp::clip, g, lower_, upper_));
   });
+}
+
+Array GradientNoise::exponential_decay_noise(const Array& grad, const GradientNoise& hook, const UpdateRule& rule,
+                                             Generator& gen) {
+  const double stddev = std::sqrt(hook.eta() / std::pow(1.0 + static_cast<double>(rule.t), 0.55));
+  return random::normal(grad.shape(), 0.0, stddev, grad.dtype(), grad.device(), &gen);
+}
+
+GradientNoise::GradientNoise(double eta, NoiseFunc noise_func, std::optional<uint64_t> seed)
+    : eta_(eta), noise_func_(std::move(noise_func)), seed_(seed ? *seed : config().seed) {
+  RENSA_CHECK(std::isfinite(eta) && eta >= 0.0, ValueError, "GradientNoise: eta must be finite and >= 0, got ", eta);
+  RENSA_CHECK(noise_func_ != nullptr, ValueError, "GradientNoise: the noise function is empty");
+}
+
+void GradientNoise::operator()(Optimizer& optimizer) {
+  RENSA_CHECK(optimizer.target() != nullptr, ValueError,
+              "GradientNoise: the optimizer has no target; call setup(link) first");
+  uint64_t index = 0;
+  for (const auto& [path, p] : optimizer.target()->namedparams(false)) {
+    const uint64_t position = index++;
+    const Variable g = p.grad();
+    if (g.is_null()) continue;
+    const UpdateRule* rule = optimizer.rule(p);
+    RENSA_CHECK(rule != nullptr, ValueError, "GradientNoise: parameter ", path, " has no update rule");
+    const uint64_t t = static_cast<uint64_t>(rule->t);
+    Generator gen(::rensa::detail::splitmix64(::rensa::detail::splitmix64(seed_ + position) + t));
+    const Array noise = noise_func_(g.array(), *this, *rule, gen);
+    RENSA_CHECK(noise.shape() == g.shape(), ShapeError, "GradientNoise: the noise function returned shape ",
+                noise.shape(), " for parameter ", path, " of shape ", g.shape());
+    RENSA_CHECK(noise.dtype() == g.dtype(), DtypeError, "GradientNoise: the noise function returned ", noise.dtype(),
+                " for parameter ", path, " of dtype ", g.dtype());
+    g.array().assign(fd::binary("GradientNoise", BinaryOp::add, g.array(), noise.to(g.device())));
+  }
 }
 
 }  // namespace rensa::optimizers

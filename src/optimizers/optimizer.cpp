@@ -356,6 +356,11 @@ FusedRule::FusedRule(const char* owner, std::vector<std::string> state_names, in
   variable_step_ = std::move(step);
 }
 
+void FusedRule::set_initial_value(std::size_t i, double value) {
+  RENSA_CHECK(i < state_names_.size(), ValueError, owner_, ": no state array ", i);
+  initial_[i] = value;
+}
+
 void FusedRule::update_core(const Variable& param) {
   if (!enabled || param.is_null() || param.array().is_null()) return;
   const Variable grad = param.grad();
@@ -384,7 +389,7 @@ void FusedRule::prepare_state(const Array& param, int n_state) {
   for (int i = 0; i < n_state; ++i) {
     Array& st = state_[static_cast<std::size_t>(i)];
     if (st.is_null()) {
-      st = Array::zeros(param.shape(), param.dtype(), param.device());
+      st = Array::full(param.shape(), initial_[static_cast<std::size_t>(i)], param.dtype(), param.device());
       continue;
     }
     RENSA_CHECK(st.shape() == param.shape(), ShapeError, owner_, ": state '", state_names_[static_cast<std::size_t>(i)],

@@ -1,4 +1,4 @@
-// SGD, MomentumSGD and NesterovAG: hyperparameters and their update math.
+// SGD, MomentumSGD, CorrectedMomentumSGD and NesterovAG: hyperparameters and their update math.
 #include "rensa/optimizers/sgd.h"
 
 #include "src/optimizers/fused_rule.h"
@@ -35,6 +35,26 @@ std::unique_ptr<UpdateRule> MomentumSGD::create_update_rule() {
             const C vn = mom * C(v) - lr * C(g);
             v = T(vn);
             p = T(C(p) + vn);
+          };
+        }, optimizer_name_);
+      });
+}
+
+CorrectedMomentumSGD::CorrectedMomentumSGD(double lr, double momentum)
+    : lr_(declare_hyperparam("lr", lr)), momentum_(declare_hyperparam("momentum", momentum)) {
+  optimizer_name_ = "CorrectedMomentumSGD";
+}
+
+std::unique_ptr<UpdateRule> CorrectedMomentumSGD::create_update_rule() {
+  return std::make_unique<detail::FusedRule>(
+      optimizer_name_, std::vector<std::string>{"v"}, 1, nullptr,
+      [this](const Array& param, const Array& grad, const Array* state, int64_t) {
+        backends::fused_update<1>(param, grad, state, [lr = *lr_, momentum = *momentum_]<class T>() {
+          using C = compute_t<T>;
+          return [lr = C(lr), mom = C(momentum)](T& p, const T& g, T& v) {
+            const C vn = mom * C(v) - C(g);
+            v = T(vn);
+            p = T(C(p) + lr * vn);
           };
         }, optimizer_name_);
       });

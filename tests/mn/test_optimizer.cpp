@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rensa/mn/multi_node_optimizer.h"
+#include "rensa/training.h"
 #include "rensa/serializers/npz.h"
 #include "tests/mn/train_test_util.h"
 #include "tests/unit/test_util.h"
@@ -239,6 +240,32 @@ TEST(MultiNodeOptimizer, HooksRunOnAveragedGradients) {
   run.add_hooks = [](O::Optimizer& opt) {
     opt.add_hook(std::make_shared<O::WeightDecay>(1e-2));
     opt.add_hook(std::make_shared<O::GradientClipping>(0.05));  // the global norm must be the same everywhere
+  };
+  expect_matches_single(run, momentum());
+}
+
+// Every optimizer Chainer has beyond MomentumSGD and Adam, under the multi-node stage; with
+// GradientNoise, whose noise is the same on every rank, the replicas stay identical and match one
+// process's.
+TEST(MultiNodeOptimizer, ChainersOtherOptimizersAndGradientNoise) {
+  const std::vector<std::pair<std::string, OptFactory>> makers = {
+      {"AdaDelta", [] { return std::make_unique<O::AdaDelta>(0.9, 1e-4); }},
+      {"CorrectedMomentumSGD", [] { return std::make_unique<O::CorrectedMomentumSGD>(0.05, 0.9); }},
+      {"MSVAG", [] { return std::make_unique<O::MSVAG>(0.05, 0.8); }},
+      {"RMSpropGraves", [] { return std::make_unique<O::RMSpropGraves>(0.01, 0.9, 0.8, 1e-3); }},
+      {"SMORMS3", [] { return std::make_unique<O::SMORMS3>(0.01); }},
+      {"AdaBound", [] { return std::make_unique<O::AdaBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
+      {"AMSBound", [] { return std::make_unique<O::AMSBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
+  };
+  for (const auto& [name, make] : makers) {
+    SCOPED_TRACE(name);
+    Training run;
+    run.options.bucket_cap = 200;
+    expect_matches_single(run, make, 1e-4);
+  }
+  Training run;
+  run.add_hooks = [](O::Optimizer& opt) {
+    opt.add_hook(std::make_shared<O::GradientNoise>(0.01, O::GradientNoise::exponential_decay_noise, 3));
   };
   expect_matches_single(run, momentum());
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Adam (Kingma and Ba) with Chainer's options: decoupled weight decay (AdamW), AMSGrad and the
-/// schedule multiplier eta.
+/// Adam (Kingma and Ba) with Chainer's options: decoupled weight decay (AdamW), AMSGrad, AdaBound
+/// and the schedule multiplier eta.
 
 #include <memory>
 
@@ -12,13 +12,19 @@ namespace rensa::optimizers {
 /// Adam. With t the parameter's step count and alpha_t = alpha * sqrt(1 - beta2^t) / (1 - beta1^t):
 ///   m += (1 - beta1) * (grad - m);  v += (1 - beta2) * (grad^2 - v);
 ///   vhat = max(vhat, v) with amsgrad, else v;
-///   param -= eta * (alpha_t * m / (sqrt(vhat) + eps) + weight_decay_rate * param).
+///   step = alpha_t / (sqrt(vhat) + eps), clipped to [lower, upper] with adabound;
+///   param -= eta * (step * m + weight_decay_rate * param).
+/// AdaBound's bounds (Luo et al.), with f = final_lr * alpha / alpha0 (alpha0 the alpha given to the
+/// constructor, so a schedule on alpha moves them too): lower = f * (1 - 1 / (gamma * t + 1)),
+/// upper = f * (1 + 1 / (gamma * t)).
 /// Hyperparameters: "alpha" (0.001), "beta1" (0.9), "beta2" (0.999), "eps" (1e-8), "eta" (1),
-/// "weight_decay_rate" (0), "amsgrad" (0 or 1). State: "m", "v", and "vhat" with amsgrad.
+/// "weight_decay_rate" (0), "amsgrad" (0 or 1), "adabound" (0 or 1), "final_lr" (0.1), "gamma"
+/// (1e-3; positive when adabound is on). State: "m", "v", and "vhat" with amsgrad.
 class Adam : public Optimizer {
  public:
   explicit Adam(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
-                double weight_decay_rate = 0.0, bool amsgrad = false);
+                double weight_decay_rate = 0.0, bool amsgrad = false, bool adabound = false, double final_lr = 0.1,
+                double gamma = 1e-3);
 
   /// alpha_t at the optimizer's step count t (Chainer's Adam.lr). ValueError before the first
   /// update (t = 0), where it is undefined.
@@ -37,6 +43,10 @@ class Adam : public Optimizer {
   const double* eta_;
   const double* weight_decay_rate_;
   const double* amsgrad_;
+  const double* adabound_;
+  const double* final_lr_;
+  const double* gamma_;
+  double initial_alpha_;
 };
 
 /// Adam with decoupled weight decay (Chainer's AdamW): Adam with `weight_decay_rate` set.
@@ -55,6 +65,26 @@ class AMSGrad : public Adam {
   explicit AMSGrad(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0)
       : Adam(alpha, beta1, beta2, eps, eta, 0.0, true) {
     optimizer_name_ = "AMSGrad";
+  }
+};
+
+/// AdaBound (Chainer's AdaBound): Adam with `adabound` set.
+class AdaBound : public Adam {
+ public:
+  explicit AdaBound(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double final_lr = 0.1,
+                    double gamma = 1e-3, double eps = 1e-8, double eta = 1.0)
+      : Adam(alpha, beta1, beta2, eps, eta, 0.0, false, true, final_lr, gamma) {
+    optimizer_name_ = "AdaBound";
+  }
+};
+
+/// AMSBound (Chainer's AMSBound): Adam with `amsgrad` and `adabound` set.
+class AMSBound : public Adam {
+ public:
+  explicit AMSBound(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double final_lr = 0.1,
+                    double gamma = 1e-3, double eps = 1e-8, double eta = 1.0)
+      : Adam(alpha, beta1, beta2, eps, eta, 0.0, true, true, final_lr, gamma) {
+    optimizer_name_ = "AMSBound";
   }
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// Stochastic gradient descent and its momentum variants (Chainer's SGD, MomentumSGD, NesterovAG).
+/// Stochastic gradient descent and its momentum variants (Chainer's SGD, MomentumSGD,
+/// CorrectedMomentumSGD, NesterovAG).
 
 #include <memory>
 
@@ -25,6 +26,22 @@ class SGD : public Optimizer {
 class MomentumSGD : public Optimizer {
  public:
   explicit MomentumSGD(double lr = 0.01, double momentum = 0.9);
+
+ protected:
+  std::unique_ptr<UpdateRule> create_update_rule() override;
+
+ private:
+  const double* lr_;
+  const double* momentum_;
+};
+
+/// Momentum SGD with momentum correction (Goyal et al., "Accurate, Large Minibatch SGD", eq. 9):
+/// v = momentum * v - grad; param += lr * v. The velocity does not carry the learning rate, so a
+/// change of lr (warmup, a step schedule) takes effect at once instead of fading in through v.
+/// Hyperparameters: "lr" (0.01), "momentum" (0.9). State: "v".
+class CorrectedMomentumSGD : public Optimizer {
+ public:
+  explicit CorrectedMomentumSGD(double lr = 0.01, double momentum = 0.9);
 
  protected:
   std::unique_ptr<UpdateRule> create_update_rule() override;

@@ -7,10 +7,13 @@
 #include <vector>
 
 #include "rensa/links/link.h"
+#include "rensa/optimizers/ada_delta.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"
+#include "rensa/optimizers/msvag.h"
 #include "rensa/optimizers/rmsprop.h"
 #include "rensa/optimizers/sgd.h"
+#include "rensa/optimizers/smorms3.h"
 #include "rensa/serializers/npz.h"
 #include "tests/unit/test_util.h"
 
@@ -66,6 +69,13 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"AdamAmsgrad", [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.99, 1e-8, 0.9, 0.0, true); }},
       {"RMSprop", [] { return std::make_unique<O::RMSprop>(0.01, 0.9); }},
       {"AdaGrad", [] { return std::make_unique<O::AdaGrad>(0.1); }},
+      {"AdaDelta", [] { return std::make_unique<O::AdaDelta>(0.9, 1e-4); }},
+      {"CorrectedMomentumSGD", [] { return std::make_unique<O::CorrectedMomentumSGD>(0.1, 0.8); }},
+      {"MSVAG", [] { return std::make_unique<O::MSVAG>(0.2, 0.8, 0.9, 0.01); }},
+      {"RMSpropGraves", [] { return std::make_unique<O::RMSpropGraves>(0.01, 0.9, 0.8, 1e-3); }},
+      {"SMORMS3", [] { return std::make_unique<O::SMORMS3>(0.05); }},
+      {"AdaBound", [] { return std::make_unique<O::AdaBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
+      {"AMSBound", [] { return std::make_unique<O::AMSBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
   };
 }
 
@@ -122,12 +132,15 @@ TEST(OptimizerSerialize, KeysFollowChainer) {
                                           "W/v",
                                           "W/vhat",
                                           "epoch",
+                                          "hyperparam/adabound",
                                           "hyperparam/alpha",
                                           "hyperparam/amsgrad",
                                           "hyperparam/beta1",
                                           "hyperparam/beta2",
                                           "hyperparam/eps",
                                           "hyperparam/eta",
+                                          "hyperparam/final_lr",
+                                          "hyperparam/gamma",
                                           "hyperparam/weight_decay_rate",
                                           "l1/b/m",
                                           "l1/b/t",

@@ -8,10 +8,13 @@
 
 #include "src/backends/fused_update.h"
 #include "rensa/links/link.h"
+#include "rensa/optimizers/ada_delta.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"
+#include "rensa/optimizers/msvag.h"
 #include "rensa/optimizers/rmsprop.h"
 #include "rensa/optimizers/sgd.h"
+#include "rensa/optimizers/smorms3.h"
 #include "tests/unit/test_util.h"
 
 namespace rensa {
@@ -169,7 +172,10 @@ TEST(Optimizers, ChainerDefaults) {
                                                                {"eps", 1e-8},
                                                                {"eta", 1.0},
                                                                {"weight_decay_rate", 0.0},
-                                                               {"amsgrad", 0.0}}));
+                                                               {"amsgrad", 0.0},
+                                                               {"adabound", 0.0},
+                                                               {"final_lr", 0.1},
+                                                               {"gamma", 1e-3}}));
   O::AMSGrad ams;
   EXPECT_EQ(ams.hyperparam("amsgrad"), 1.0);
   O::RMSprop rms;
@@ -338,7 +344,14 @@ TEST(Optimizers, EveryOptimizerOnReferenceMatchesCpu) {
       [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.999, 1e-8, 0.7, 0.01); },
       [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.999, 1e-8, 1.0, 0.0, true); },
       [] { return std::make_unique<O::RMSprop>(0.01, 0.9); },
-      [] { return std::make_unique<O::AdaGrad>(0.01); }};
+      [] { return std::make_unique<O::AdaGrad>(0.01); },
+      [] { return std::make_unique<O::AdaDelta>(0.9, 1e-4); },
+      [] { return std::make_unique<O::CorrectedMomentumSGD>(0.1, 0.8); },
+      [] { return std::make_unique<O::MSVAG>(0.2, 0.8, 0.9, 0.01); },
+      [] { return std::make_unique<O::RMSpropGraves>(0.01, 0.9, 0.8, 1e-3); },
+      [] { return std::make_unique<O::SMORMS3>(0.05); },
+      [] { return std::make_unique<O::AdaBound>(0.01, 0.9, 0.99, 0.05, 0.1); },
+      [] { return std::make_unique<O::AMSBound>(0.01, 0.9, 0.99, 0.05, 0.1); }};
   for (const Dtype dtype : {Dtype::float32, Dtype::float64, Dtype::float16, Dtype::bfloat16}) {
     for (std::size_t i = 0; i < makers.size(); ++i) {
       const auto& make = makers[i];
