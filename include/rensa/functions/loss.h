@@ -3,6 +3,7 @@
 /// Loss functions.
 
 #include <functional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -12,15 +13,50 @@
 
 namespace rensa::functions {
 
-/// Cross entropy of softmax(x) along axis 1 against integer labels t. x (N, C) or (N, C, d...),
-/// t (N,) or (N, d...) int32/int64. Labels equal to `ignore_label` contribute nothing. reduce
-/// "mean" averages over the non-ignored labels (0 when all are ignored); "no" returns the per-label
-/// loss shaped like t. Bad labels throw IndexError; a bad reduce throws ValueError.
+/// The options of softmax_cross_entropy, Chainer's arguments in Chainer's order.
+struct SoftmaxCrossEntropyOptions {
+  /// reduce "mean": true divides the summed loss by the number of labels not ignored, false by the
+  /// batch size N (x's first axis). Soft targets always divide by the number of distributions.
+  bool normalize = true;
+  /// Keep softmax(x) from the forward for the backward (faster); false recomputes it there, saving
+  /// x's size in memory between forward and backward.
+  bool cache_score = true;
+  /// Weights of the classes, (C,) floating (or null): each label's loss is multiplied by
+  /// class_weight[t], its gradient alike; the mean's divisor is unchanged (as Chainer, unlike
+  /// PyTorch's weighted mean). Not used with soft targets.
+  Array class_weight;
+  /// Labels equal to it contribute nothing.
+  int64_t ignore_label = -1;
+  /// "mean" (a scalar) or "no" (the loss per label, shaped like integer t; per distribution with
+  /// soft targets, shaped like x without axis 1).
+  std::string reduce = "mean";
+  /// For soft targets: "cross-entropy" (-sum t log softmax(x)) or "kl-divergence"
+  /// (sum t (log(t + 1e-7) - log softmax(x))).
+  std::string soft_target_loss = "cross-entropy";
+};
+
+/// Cross entropy of softmax(x) along axis 1. x (N, C) or (N, C, d...). With integer labels, t
+/// (N,) or (N, d...) int32/int64 in [0, C) or ignore_label; with soft targets, t floating of x's
+/// shape, a distribution over axis 1 for each sample (the gradient is softmax(x) * sum(t) - t,
+/// which is Chainer's softmax(x) - t when t sums to 1). reduce "mean" over no label gives 0.
+/// Bad labels throw IndexError; bad shapes ShapeError; a bad option ValueError naming it.
+Variable softmax_cross_entropy(const Variable& x, const Array& t, const SoftmaxCrossEntropyOptions& options);
+/// softmax_cross_entropy with only ignore_label and reduce set.
 Variable softmax_cross_entropy(const Variable& x, const Array& t, int64_t ignore_label = -1,
                                std::string_view reduce = "mean");
+
+/// The options of sigmoid_cross_entropy, Chainer's arguments in Chainer's order.
+struct SigmoidCrossEntropyOptions {
+  /// reduce "mean": true divides by the number of entries not ignored, false by the batch size N
+  /// (x's first axis); at least 1 either way.
+  bool normalize = true;
+  /// "mean" (a scalar) or "no" (x's shape).
+  std::string reduce = "mean";
+};
 /// Binary cross entropy of sigmoid(x) against t in {0, 1} (same shape as x, int32/int64);
-/// t == -1 entries are ignored. reduce "mean" averages over the non-ignored entries; "no" keeps
-/// the shape.
+/// t == -1 entries are ignored.
+Variable sigmoid_cross_entropy(const Variable& x, const Array& t, const SigmoidCrossEntropyOptions& options);
+/// sigmoid_cross_entropy with only reduce set (normalize on).
 Variable sigmoid_cross_entropy(const Variable& x, const Array& t, std::string_view reduce = "mean");
 /// mean((a - b)^2) over all elements; shapes must be equal.
 Variable mean_squared_error(const Variable& a, const Variable& b);

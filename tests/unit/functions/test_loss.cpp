@@ -215,8 +215,9 @@ TEST(SoftmaxCrossEntropy, Errors) {
         F::softmax_cross_entropy(Variable(randn({2, 3, 4})), labels({2, 5}, 3));
       },
       {"softmax_cross_entropy", "(2, 3, 4)", "(2, 5)"});
-  expect_error<DtypeError>([&] { F::softmax_cross_entropy(x, randn({3})); },
-                           {"softmax_cross_entropy", "float64", "(3,)"});
+  // A floating t is taken as soft targets.
+  expect_error<ShapeError>([&] { F::softmax_cross_entropy(x, randn({3})); },
+                           {"softmax_cross_entropy", "float64", "(3,)", "soft targets", "(3, 4)", "int32"});
   expect_error<DtypeError>(
       [&] {
         F::softmax_cross_entropy(Variable(labels({3, 4}, 2)), labels({3}, 4));
