@@ -16,6 +16,17 @@ void Reporter::add_observer(const std::string& name, const Link* observer) {
   observer_names_[observer] = name;
 }
 
+void Reporter::add_observers(const std::string& prefix, const std::vector<std::pair<std::string, Link*>>& observers) {
+  for (const auto& [name, observer] : observers) add_observer(prefix + name, observer);
+}
+
+Reporter& get_current_reporter() {
+  RENSA_CHECK(tls_reporter != nullptr, ValueError,
+              "get_current_reporter: no reporter is current on this thread (report inside a trainer's update or "
+              "extension, an evaluator, or a Reporter::Scope)");
+  return *tls_reporter;
+}
+
 std::string Reporter::prefix_of(const Link* observer) const {
   if (observer == nullptr) return "";
   auto it = observer_names_.find(observer);

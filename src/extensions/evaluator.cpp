@@ -37,10 +37,7 @@ training::DictSummary Evaluator::evaluate_summary() {
   training::Reporter reporter;
   const std::string prefix = name().empty() ? std::string() : name() + "/";
   for (const auto& [target_name, link] : targets_) {
-    for (const auto& [path, sub] : link->namedlinks()) {
-      if (path == "/" || path.empty()) continue;
-      reporter.add_observer(prefix + target_name + path, sub);
-    }
+    reporter.add_observers(prefix + target_name, link->namedlinks(true));
     reporter.add_observer(prefix + target_name, link);
   }
   training::DictSummary summary;

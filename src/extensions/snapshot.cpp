@@ -77,16 +77,22 @@ bool filename_matches(std::string_view pattern, std::string_view name) {
 }
 
 Snapshot::Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename,
-                   training::Trigger trigger, int n_retains, std::string default_name)
+                   training::Trigger trigger, SnapshotOptions options, std::string default_name)
     : target_(std::move(target)),
       filename_(std::move(filename)),
       trigger_(std::move(trigger)),
-      n_retains_(n_retains),
+      options_(std::move(options)),
       default_name_(std::move(default_name)) {
   RENSA_CHECK(!filename_.empty(), ValueError, "snapshot: empty file name");
-  RENSA_CHECK(n_retains_ == -1 || n_retains_ > 0, ValueError, "snapshot: n_retains must be -1 or positive, got ",
-              n_retains_);
+  RENSA_CHECK(options_.n_retains == -1 || options_.n_retains > 0, ValueError,
+              "snapshot: n_retains must be -1 or positive, got ", options_.n_retains);
+  if (options_.writer == nullptr) options_.writer = std::make_shared<SimpleWriter>();
 }
+
+Snapshot::Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename,
+                   training::Trigger trigger, int n_retains, std::string default_name)
+    : Snapshot(std::move(target), std::move(filename), std::move(trigger), SnapshotOptions{.n_retains = n_retains},
+               std::move(default_name)) {}
 
 std::string Snapshot::path_for(const training::Trainer& trainer) const {
   return (std::filesystem::path(trainer.out()) / format_filename(filename_, trainer)).string();
@@ -103,6 +109,11 @@ void Snapshot::initialize(training::Trainer& trainer) {
 }
 
 void Snapshot::operator()(training::Trainer& trainer) {
+  if (options_.condition && !options_.condition()) return;
+  take(trainer, *options_.writer);
+}
+
+void Snapshot::take(training::Trainer& trainer, SnapshotWriter& writer) {
   const std::string path = path_for(trainer);
   serializers::DictionarySerializer s;
   if (target_ != nullptr) {
@@ -110,16 +121,53 @@ void Snapshot::operator()(training::Trainer& trainer) {
   } else {
     trainer.serialize(s);
   }
-  serializers::write_npz(path, s.target());
-  if (n_retains_ <= 0) return;
-  // As Chainer: every file of the pattern in the directory counts, those of an earlier run too.
-  std::vector<std::string> files = find_snapshots(filename_, trainer.out());
-  for (std::size_t i = 0; i + static_cast<std::size_t>(n_retains_) < files.size(); ++i) {
-    if (files[i] == path) continue;
-    std::error_code ec;
-    std::filesystem::remove(files[i], ec);
-    if (ec) std::cerr << "snapshot: cannot remove old snapshot '" << files[i] << "': " << ec.message() << "\n";
+  SnapshotWriter::Values values = s.target();
+  // The serializer holds the live arrays; a write that finishes later gets copies.
+  if (writer.deferred()) {
+    for (auto& [key, value] : values) value = value.copy();
   }
+  std::function<void()> done;
+  if (options_.n_retains > 0) {
+    done = [pattern = filename_, out = trainer.out(), path, n = static_cast<std::size_t>(options_.n_retains)] {
+      // As Chainer: every file of the pattern in the directory counts, those of an earlier run too.
+      std::vector<std::string> files = find_snapshots(pattern, out);
+      for (std::size_t i = 0; i + n < files.size(); ++i) {
+        if (files[i] == path) continue;
+        std::error_code ec;
+        std::filesystem::remove(files[i], ec);
+        if (ec) std::cerr << "snapshot: cannot remove old snapshot '" << files[i] << "': " << ec.message() << "\n";
+      }
+    };
+  }
+  writer(path, std::move(values), std::move(done));
+}
+
+void Snapshot::restore(training::Trainer& trainer) {
+  if (!options_.autoload) return;
+  const std::filesystem::path pattern(filename_);
+  if (pattern.parent_path().string().find('{') != std::string::npos) return;
+  if (const auto latest = find_latest_snapshot(filename_, trainer.out())) load(trainer, *latest);
+}
+
+void Snapshot::load(training::Trainer& trainer, const std::string& file) const {
+  if (target_ == nullptr) {
+    serializers::load_npz(file, trainer);
+    return;
+  }
+  serializers::DictionaryDeserializer d(serializers::read_npz(file), file);
+  target_(d);
+}
+
+void Snapshot::finalize(training::Trainer& trainer) {
+  (void)trainer;
+  options_.writer->finalize();
+}
+
+void Snapshot::on_error(training::Trainer& trainer, const std::exception_ptr& error) {
+  (void)error;
+  if (!options_.snapshot_on_error) return;
+  SimpleWriter now;
+  take(trainer, now);
 }
 
 std::string Snapshot::resume(training::Trainer& trainer, const std::string& path) const {
@@ -131,7 +179,7 @@ std::string Snapshot::resume(training::Trainer& trainer, const std::string& path
                 "')");
     file = *latest;
   }
-  serializers::load_npz(file, trainer);
+  load(trainer, file);
   return file;
 }
 
@@ -206,6 +254,10 @@ std::shared_ptr<StopOnSignal> stop_on_signal(std::shared_ptr<Snapshot> snapshot)
 
 Snapshot snapshot(std::string filename, training::Trigger trigger, int n_retains) {
   return Snapshot(nullptr, std::move(filename), std::move(trigger), n_retains, "snapshot");
+}
+
+Snapshot snapshot(std::string filename, training::Trigger trigger, SnapshotOptions options) {
+  return Snapshot(nullptr, std::move(filename), std::move(trigger), std::move(options), "snapshot");
 }
 
 }  // namespace rensa::extensions

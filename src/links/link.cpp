@@ -176,13 +176,13 @@ std::vector<std::pair<std::string, Array*>> Link::namedpersistents() {
   return out;
 }
 
-std::vector<std::pair<std::string, Link*>> Link::namedlinks() {
-  std::vector<std::pair<std::string, Link*>> out{{"/", this}};
+std::vector<std::pair<std::string, Link*>> Link::namedlinks(bool skipself) {
+  std::vector<std::pair<std::string, Link*>> out;
+  if (!skipself) out.emplace_back("/", this);
   for (const auto& [name, child] : children()) {
     const std::string prefix = "/" + name;
     out.emplace_back(prefix, child);
-    auto below = child->namedlinks();
-    for (std::size_t i = 1; i < below.size(); ++i) out.emplace_back(prefix + below[i].first, below[i].second);
+    for (const auto& [path, link] : child->namedlinks(true)) out.emplace_back(prefix + path, link);
   }
   return out;
 }

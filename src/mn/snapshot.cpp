@@ -77,6 +77,10 @@ std::vector<int64_t> MultiNodeSnapshot::local_iterations(const training::Trainer
   return out;
 }
 
+void MultiNodeSnapshot::restore(training::Trainer& trainer) {
+  if (options_.autoload) maybe_load(trainer);
+}
+
 void MultiNodeSnapshot::initialize(training::Trainer& trainer) {
   // Only this rank's own file names: other ranks may be writing theirs into the same directory.
   serializers::remove_stale_temporaries(directory_of(trainer, ""),

@@ -1,5 +1,6 @@
 #include "rensa/training/summary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -9,40 +10,58 @@
 
 namespace rensa::training {
 
+void Summary::add(double value, double w) {
+  RENSA_CHECK(w > 0.0, ValueError, "Summary::add: the weight must be positive, got ", w);
+  x += w * value;
+  x2 += w * value * value;
+  weight += w;
+}
+
+void Summary::merge(const Summary& other) {
+  x += other.x;
+  x2 += other.x2;
+  weight += other.weight;
+}
+
+double Summary::compute_mean() const {
+  RENSA_CHECK(weight > 0.0, ValueError, "Summary: no value has been added, so there is no mean");
+  return x / weight;
+}
+
+std::pair<double, double> Summary::make_statistics() const {
+  const double m = compute_mean();
+  // Rounding can make the variance slightly negative for constant values.
+  return {m, std::sqrt(std::max(0.0, x2 / weight - m * m))};
+}
+
+void Summary::serialize(serializers::Serializer& s) {
+  s.scalar("_x", x);
+  s.scalar("_x2", x2);
+  s.scalar("_n", weight);
+}
+
 void DictSummary::add(const Observation& obs, double weight) {
   for (const auto& [key, value] : obs) add(key, value, weight);
 }
 
 void DictSummary::add(const std::string& key, double value, double weight) {
   RENSA_CHECK(weight > 0.0, ValueError, "DictSummary::add: the weight of '", key, "' must be positive, got ", weight);
-  Entry& e = entries_[key];
-  e.x += weight * value;
-  e.x2 += weight * value * value;
-  e.weight += weight;
+  entries_[key].add(value, weight);
 }
 
 void DictSummary::merge(const DictSummary& other) {
-  for (const auto& [key, o] : other.entries_) {
-    Entry& e = entries_[key];
-    e.x += o.x;
-    e.x2 += o.x2;
-    e.weight += o.weight;
-  }
+  for (const auto& [key, o] : other.entries_) entries_[key].merge(o);
 }
 
 Observation DictSummary::mean() const {
   Observation out;
-  for (const auto& [key, e] : entries_) out[key] = e.x / e.weight;
+  for (const auto& [key, e] : entries_) out[key] = e.compute_mean();
   return out;
 }
 
 Observation DictSummary::std() const {
   Observation out;
-  for (const auto& [key, e] : entries_) {
-    const double m = e.x / e.weight;
-    // Rounding can make the variance slightly negative for constant values.
-    out[key] = std::sqrt(std::max(0.0, e.x2 / e.weight - m * m));
-  }
+  for (const auto& [key, e] : entries_) out[key] = e.make_statistics().second;
   return out;
 }
 
@@ -62,11 +81,8 @@ void DictSummary::serialize(serializers::Serializer& s) {
     for (std::size_t i = 0; i < names.size(); ++i) {
       RENSA_CHECK(names[i].is_string(), IOError, "DictSummary::serialize: entry ", i, " of '", s.path(),
                   "_names' is not a string");
-      auto& c = summaries.child(std::to_string(i));
-      Entry e;
-      c.scalar("_x", e.x);
-      c.scalar("_x2", e.x2);
-      c.scalar("_n", e.weight);
+      Summary e;
+      e.serialize(summaries.child(std::to_string(i)));
       entries_[names[i].get<std::string>()] = e;
     }
     return;
@@ -77,12 +93,7 @@ void DictSummary::serialize(serializers::Serializer& s) {
   s.string("_names", names_json);
   auto& summaries = s.child("_summaries");
   std::size_t i = 0;
-  for (auto& [key, e] : entries_) {
-    auto& c = summaries.child(std::to_string(i++));
-    c.scalar("_x", e.x);
-    c.scalar("_x2", e.x2);
-    c.scalar("_n", e.weight);
-  }
+  for (auto& [key, e] : entries_) e.serialize(summaries.child(std::to_string(i++)));
 }
 
 }  // namespace rensa::training

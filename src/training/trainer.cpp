@@ -33,10 +33,7 @@ Trainer::Trainer(Updater& updater, Trigger stop_trigger, std::string out)
   for (const auto& [name, optimizer] : updater_->get_all_optimizers()) {
     if (optimizer == nullptr || optimizer->target() == nullptr) continue;
     // Sub-links first, so that the root keeps its own name even if it appears twice.
-    for (const auto& [path, link] : optimizer->target()->namedlinks()) {
-      if (path == "/" || path.empty()) continue;
-      reporter_.add_observer(name + path, link);
-    }
+    reporter_.add_observers(name, optimizer->target()->namedlinks(true));
     reporter_.add_observer(name, optimizer->target());
   }
 }
@@ -104,6 +101,7 @@ void Trainer::run() {
   start_ = std::chrono::steady_clock::now();
   std::exception_ptr error;
   try {
+    for (Entry* e : order) e->extension->restore(*this);
     for (Entry* e : order) {
       if (!e->trigger.finished()) e->extension->initialize(*this);
     }

@@ -63,7 +63,8 @@ struct Result {
 // Trains until iteration `stop`, snapshotting every 3 iterations into `dir`; resumes first when
 // `resume` is set. With `lazy`, l1's W is inferred at the first call, so a resumed run loads the
 // optimizer (and its pending gradients) while W does not exist yet.
-Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering, bool lazy = false) {
+Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering, bool lazy = false,
+             bool autoload = false) {
   Communicator c = comm();
   rensa::seed(5);  // the lazy W is drawn from the default generator
   const auto data = scatter_dataset(three_class_points(40), c, {.shuffle = true, .seed = 2});
@@ -74,7 +75,7 @@ Result train(const std::string& dir, int64_t stop, bool resume, bool double_buff
   iterators::SerialIterator it(data, 4, {.seed = 3 + static_cast<uint64_t>(c.rank())});
   training::StandardUpdater updater(it, *opt);
   training::Trainer trainer(updater, {stop, "iteration"}, dir);
-  auto snap = multi_node_snapshot(c, {.trigger = {3, "iteration"}});
+  auto snap = multi_node_snapshot(c, {.trigger = {3, "iteration"}, .autoload = autoload});
   trainer.extend(snap);
   Result r;
   if (resume) r.loaded = snap->maybe_load(trainer);
@@ -109,6 +110,17 @@ TEST(MultiNodeSnapshot, ResumeIsBitForBitWithDoubleBuffering) {
 TEST(MultiNodeSnapshot, ResumeIsBitForBitWithLazyLinks) {
   expect_bitwise_resume(false, true);
   expect_bitwise_resume(true, true);
+}
+
+// autoload: the same command run again resumes by itself (maybe_load at the start of run()).
+TEST(MultiNodeSnapshot, AutoloadResumesTheSameCommand) {
+  SharedDir whole, parts;
+  const Result want = train(whole.path(), 12, false, false);
+  const Result first = train(parts.path(), 7, false, false, false, true);  // nothing to load: from the start
+  EXPECT_EQ(first.iteration, 7);
+  const Result got = train(parts.path(), 12, false, false, false, true);
+  EXPECT_EQ(got.iteration, 12);
+  EXPECT_EQ(got.params, want.params);
 }
 
 TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {

@@ -29,6 +29,9 @@ class Reporter {
   /// Registers `observer` under `name`: its reports are keyed "name/key". ValueError for a null
   /// observer.
   void add_observer(const std::string& name, const Link* observer);
+  /// Registers each (name, observer) pair under prefix + name (Chainer's add_observers):
+  /// `reporter.add_observers("main", model.namedlinks(true))` names the sub-links "main/l1", ...
+  void add_observers(const std::string& prefix, const std::vector<std::pair<std::string, Link*>>& observers);
   /// Records values; keys are prefixed with the observer's name when an observer is given
   /// (ValueError for an observer that was never registered). No effect outside a Scope.
   void report(const Observation& values, const Link* observer = nullptr);
@@ -57,6 +60,9 @@ class Reporter {
   friend void report(const std::string&, const Variable&, const Link*);
 };
 
+/// The reporter current on this thread (inside a Reporter::Scope: the trainer's during an update
+/// and its extensions, an evaluator's during evaluation). ValueError when there is none.
+Reporter& get_current_reporter();
 /// Reports to the current reporter of this thread (no effect when there is none).
 void report(const Observation& values, const Link* observer = nullptr);
 /// Convenience: report one Variable's value; ShapeError unless it has one element. Under

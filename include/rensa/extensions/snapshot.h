@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "rensa/extensions/snapshot_writers.h"
 #include "rensa/extensions/stop_on_signal.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/serializers/serializer.h"
@@ -19,19 +20,46 @@
 
 namespace rensa::extensions {
 
+/// The options of a snapshot, Chainer's arguments in Chainer's order.
+struct SnapshotOptions {
+  /// Asked at each trigger; the snapshot is taken only when it returns true (null: always).
+  std::function<bool()> condition{};
+  /// How the file is written (null: SimpleWriter, before training goes on). ThreadWriter and
+  /// ThreadQueueWriter write in the background; the trainer's end waits for them.
+  std::shared_ptr<SnapshotWriter> writer{};
+  /// Also take a snapshot when the training loop throws (of the state at that moment).
+  bool snapshot_on_error = false;
+  /// > 0: keep only the newest n files of the pattern in the directory, as Chainer does (older
+  /// ones, those of an earlier run included, are deleted after each write); -1 keeps all.
+  int n_retains = -1;
+  /// At the start of Trainer::run, load the newest file of this snapshot's pattern in the trainer's
+  /// out directory, if there is one (before any extension initializes); a file that cannot be
+  /// loaded is an error. What a job restarted with the same command needs.
+  bool autoload = false;
+};
+
 /// Saves a target to `<out>/<filename>` (atomically) when triggered. `filename` may contain
 /// "{.updater.iteration}", "{.updater.epoch}" and "{.updater.epoch_detail}", replaced by the
 /// trainer's values (Chainer's str.format on the trainer). Priority -100: it runs after every
 /// writer and reader of the same iteration, so the snapshot holds their state.
 class Snapshot : public training::Extension {
  public:
-  /// `target` null: the trainer itself. `n_retains` > 0 keeps only the newest n files of the
-  /// pattern in the directory, as Chainer does (older ones, those of an earlier run included, are
-  /// deleted after each write); -1 keeps all.
+  /// `target` null: the trainer itself. ValueError for an empty file name or n_retains not -1 or
+  /// positive.
+  Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename, training::Trigger trigger,
+           SnapshotOptions options, std::string default_name = "snapshot");
+  /// The snapshot with only n_retains set.
   Snapshot(std::function<void(serializers::Serializer&)> target, std::string filename, training::Trigger trigger,
            int n_retains = -1, std::string default_name = "snapshot");
 
+  /// Takes the snapshot (unless the condition says no).
   void operator()(training::Trainer& trainer) override;
+  /// autoload: loads the newest file of the pattern, if any.
+  void restore(training::Trainer& trainer) override;
+  /// Waits for the writer's pending writes.
+  void finalize(training::Trainer& trainer) override;
+  /// snapshot_on_error: writes the state at the error (synchronously).
+  void on_error(training::Trainer& trainer, const std::exception_ptr& error) override;
   /// Removes the temporary files of this extension's file names that a killed run left behind
   /// (serializers::remove_stale_temporaries); other files are untouched.
   void initialize(training::Trainer& trainer) override;
@@ -47,12 +75,16 @@ class Snapshot : public training::Extension {
   std::string resume(training::Trainer& trainer, const std::string& path) const;
   /// The file name pattern, relative to the trainer's out directory.
   const std::string& filename() const { return filename_; }
+  const SnapshotOptions& options() const { return options_; }
 
  private:
+  void take(training::Trainer& trainer, SnapshotWriter& writer);
+  void load(training::Trainer& trainer, const std::string& file) const;
+
   std::function<void(serializers::Serializer&)> target_;
   std::string filename_;
   training::Trigger trigger_;
-  int n_retains_;
+  SnapshotOptions options_;
   std::string default_name_;
 };
 
@@ -60,12 +92,16 @@ class Snapshot : public training::Extension {
 /// elapsed time) every `trigger` (default: every epoch).
 Snapshot snapshot(std::string filename = "snapshot_iter_{.updater.iteration}", training::Trigger trigger = {1, "epoch"},
                   int n_retains = -1);
+/// The same with Chainer's other options: `snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"},
+/// {.writer = std::make_shared<ThreadQueueWriter>(), .autoload = true})`.
+Snapshot snapshot(std::string filename, training::Trigger trigger, SnapshotOptions options);
 
 /// Snapshots `target` (a link, an optimizer, ...; kept by reference) every `trigger`.
 template <serializers::Serializable T>
-Snapshot snapshot_object(T& target, std::string filename, training::Trigger trigger = {1, "epoch"}) {
+Snapshot snapshot_object(T& target, std::string filename, training::Trigger trigger = {1, "epoch"},
+                         SnapshotOptions options = {}) {
   return Snapshot([&target](serializers::Serializer& s) { target.serialize(s); }, std::move(filename),
-                  std::move(trigger), -1, "snapshot_object");
+                  std::move(trigger), std::move(options), "snapshot_object");
 }
 
 /// StopOnSignal that saves through `snapshot` (which the trainer runs too): what

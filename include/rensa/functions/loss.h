@@ -24,7 +24,7 @@ struct SoftmaxCrossEntropyOptions {
   /// Weights of the classes, (C,) floating (or null): each label's loss is multiplied by
   /// class_weight[t], its gradient alike; the mean's divisor is unchanged (as Chainer, unlike
   /// PyTorch's weighted mean). Not used with soft targets.
-  Array class_weight;
+  Array class_weight{};
   /// Labels equal to it contribute nothing.
   int64_t ignore_label = -1;
   /// "mean" (a scalar) or "no" (the loss per label, shaped like integer t; per distribution with

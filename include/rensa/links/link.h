@@ -118,8 +118,9 @@ class Link {
   std::vector<std::pair<std::string, Array*>> namedpersistents();
   /// Direct children with their names (empty for a plain Link).
   virtual std::vector<std::pair<std::string, Link*>> children() const { return {}; }
-  /// All links below this one with their paths ("/", "/l1", ...), this one first.
-  std::vector<std::pair<std::string, Link*>> namedlinks();
+  /// All links below this one with their paths ("/", "/l1", ...), this one first unless
+  /// `skipself` (Chainer's namedlinks).
+  std::vector<std::pair<std::string, Link*>> namedlinks(bool skipself = false);
 
   /// Sets every parameter's gradient to null.
   void cleargrads();

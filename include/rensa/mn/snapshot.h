@@ -29,6 +29,9 @@ struct MultiNodeSnapshotOptions {
   training::Trigger trigger{1, "epoch"};
   /// Keep only this rank's newest n files (older ones are deleted); -1 keeps all.
   int n_retains = -1;
+  /// At the start of Trainer::run, maybe_load from where this extension writes (before any
+  /// extension initializes): a job restarted with the same command resumes by itself.
+  bool autoload = false;
 };
 
 /// Writes this rank's whole trainer state (model, optimizer, iterator with its per-rank order,
@@ -41,6 +44,8 @@ class MultiNodeSnapshot : public training::Extension {
   MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions options = {});
 
   void operator()(training::Trainer& trainer) override;
+  /// autoload: maybe_load (collective: every rank's Trainer::run calls it).
+  void restore(training::Trainer& trainer) override;
   /// Removes the temporary files of this rank's snapshots that a killed run left behind
   /// (serializers::remove_stale_temporaries); other files are untouched.
   void initialize(training::Trainer& trainer) override;

@@ -36,6 +36,10 @@ class Extension {
   virtual int default_priority() const { return kPriorityReader; }
   /// The name used when neither extend nor set_name gives one (the class name, as Chainer).
   virtual std::string default_name() const = 0;
+  /// Called once by Trainer::run before any extension's initialize: an extension that restores the
+  /// trainer's state (a snapshot with autoload) does it here, so that every extension initializes
+  /// from the restored state.
+  virtual void restore(Trainer& trainer) { (void)trainer; }
   /// Called once by Trainer::run before the first iteration (after any resume), unless the
   /// extension's trigger is finished.
   virtual void initialize(Trainer& trainer) { (void)trainer; }

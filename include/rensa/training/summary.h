@@ -1,28 +1,44 @@
 #pragma once
 /// \file
-/// DictSummary: weighted running statistics of named observations (Chainer's DictSummary), with
-/// state that can be saved and restored exactly (LogReport, Evaluator, BestValueTrigger).
+/// Summary and DictSummary: weighted running statistics of one scalar and of named observations
+/// (Chainer's Summary and DictSummary), with state that can be saved and restored exactly
+/// (LogReport, Evaluator, BestValueTrigger).
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "rensa/serializers/serializer.h"
 #include "rensa/training/reporter.h"
 
 namespace rensa::training {
 
-/// Weighted sums per key: for each key, sum(w * x), sum(w * x^2) and sum(w). The mean is
-/// sum(w * x) / sum(w): with the batch size as weight, it is the mean over examples (exact for a
+/// The weighted sums of one scalar: sum(w * x), sum(w * x^2) and sum(w) (Chainer's Summary). The
+/// mean is sum(w * x) / sum(w): with the batch size as weight, the mean over examples (exact for a
 /// short last batch). Non-finite values are kept (a NaN loss shows in the mean).
+struct Summary {
+  double x = 0.0;
+  double x2 = 0.0;
+  double weight = 0.0;
+
+  /// Adds `value` with `weight` (> 0; ValueError otherwise).
+  void add(double value, double weight = 1.0);
+  /// Adds another summary's sums.
+  void merge(const Summary& other);
+  /// The weighted mean; ValueError before the first add.
+  double compute_mean() const;
+  /// The weighted mean and standard deviation (population form; a variance that rounding makes
+  /// slightly negative counts as 0). ValueError before the first add.
+  std::pair<double, double> make_statistics() const;
+  /// Saves/loads "_x", "_x2", "_n" (Chainer's keys).
+  void serialize(serializers::Serializer& s);
+};
+
+/// Summaries per key.
 class DictSummary {
  public:
-  /// The accumulated sums of one key.
-  struct Entry {
-    double x = 0.0;
-    double x2 = 0.0;
-    double weight = 0.0;
-  };
+  using Entry = Summary;
 
   /// Adds every value of `obs` with weight `weight` (> 0; ValueError otherwise).
   void add(const Observation& obs, double weight = 1.0);
@@ -34,7 +50,7 @@ class DictSummary {
   Observation mean() const;
   /// The weighted standard deviation of each key (population form, as Chainer's Summary).
   Observation std() const;
-  /// The raw sums, keyed by name.
+  /// The summary of each key.
   const std::map<std::string, Entry>& entries() const { return entries_; }
   std::map<std::string, Entry>& entries() { return entries_; }
   bool empty() const { return entries_.empty(); }

@@ -18,6 +18,7 @@
 #include "rensa/links/linear.h"
 #include "rensa/optimizers/sgd.h"
 #include "rensa/serializers/npz.h"
+#include "rensa/training/summary.h"
 #include "rensa/training/trainer.h"
 #include "rensa/training/updater.h"
 #include "tests/unit/test_util.h"
@@ -42,6 +43,7 @@ class Recorder : public Extension {
   }
   int default_priority() const override { return priority_; }
   std::string default_name() const override { return "Recorder"; }
+  void restore(Trainer&) override { log_->push_back(tag_ + ":restore"); }
   void initialize(Trainer&) override { log_->push_back(tag_ + ":init"); }
   void finalize(Trainer&) override { log_->push_back(tag_ + ":final"); }
   void on_error(Trainer&, const std::exception_ptr&) override { log_->push_back(tag_ + ":error"); }
@@ -78,7 +80,9 @@ TEST(Trainer, PriorityOrderTriggersAndLifecycle) {
   trainer.extend(Recorder("late", log, -100), "", {1, "epoch"});
   trainer.extend(Recorder("reader2", log), {2, "iteration"});
   trainer.run();
+  // Every restore (a snapshot's autoload) before any initialize.
   const std::vector<std::string> expected{
+      "writer:restore", "reader:restore", "reader2:restore", "late:restore",      //
       "writer:init", "reader:init", "reader2:init", "late:init",                   //
       "writer@1",                                                                 //
       "writer@2",    "reader@2",    "reader2@2",    "late@2",                     //
@@ -339,6 +343,60 @@ TEST(DictSummary, WeightedMeanStdAndSerialization) {
   EXPECT_EQ(t.mean(), mean);
   EXPECT_EQ(t.entries().count("junk"), 0u);
   rensa::test::expect_error<rensa::ValueError>([&] { s.add("a", 1.0, 0.0); }, {"DictSummary", "'a'", "positive"});
+}
+
+// Chainer's Summary: one scalar's weighted mean and standard deviation, saved under Chainer's keys.
+TEST(Summary, MeanStatisticsMergeAndSerialization) {
+  rensa::training::Summary s;
+  rensa::test::expect_error<rensa::ValueError>([&] { (void)s.compute_mean(); }, {"Summary", "no value"});
+  s.add(2.0);
+  s.add(5.0, 3.0);
+  EXPECT_DOUBLE_EQ(s.compute_mean(), (2.0 + 15.0) / 4.0);
+  const auto [mean, stddev] = s.make_statistics();
+  EXPECT_DOUBLE_EQ(mean, 4.25);
+  EXPECT_NEAR(stddev, std::sqrt((4.0 + 75.0) / 4.0 - 4.25 * 4.25), 1e-12);
+  rensa::training::Summary other;
+  other.add(1.0, 4.0);
+  s.merge(other);
+  EXPECT_DOUBLE_EQ(s.compute_mean(), (17.0 + 4.0) / 8.0);
+  rensa::serializers::DictionarySerializer saver;
+  s.serialize(saver);
+  EXPECT_EQ(saver.target().count("_x"), 1u);
+  EXPECT_EQ(saver.target().count("_x2"), 1u);
+  EXPECT_EQ(saver.target().at("_n").item<double>(), 8.0);
+  rensa::serializers::DictionaryDeserializer loader(saver.target(), "summary");
+  rensa::training::Summary t;
+  t.serialize(loader);
+  EXPECT_EQ(t.compute_mean(), s.compute_mean());
+  rensa::test::expect_error<rensa::ValueError>([&] { s.add(1.0, -1.0); }, {"Summary", "positive", "-1"});
+}
+
+// get_current_reporter is the trainer's inside its loop; add_observers names sub-links by prefix.
+TEST(Reporter, CurrentReporterAndAddObservers) {
+  rensa::test::expect_error<rensa::ValueError>([] { (void)rensa::get_current_reporter(); },
+                                               {"get_current_reporter", "no reporter"});
+  rensa::Chain root;
+  auto l1 = std::make_shared<rensa::links::Linear>(2, 2);
+  root.add_link("l1", l1);
+  rensa::Reporter reporter;
+  reporter.add_observers("main", root.namedlinks(true));
+  rensa::Observation obs;
+  {
+    rensa::Reporter::Scope scope(reporter, obs);
+    EXPECT_EQ(&rensa::get_current_reporter(), &reporter);
+    rensa::report({{"loss", 1.5}}, l1.get());
+  }
+  EXPECT_EQ(obs, (rensa::Observation{{"main/l1/loss", 1.5}}));
+  EXPECT_EQ(root.namedlinks(true).size(), 1u);
+  EXPECT_EQ(root.namedlinks().front().first, "/");
+
+  TempDir dir("reporter");
+  FakeUpdater updater(2);
+  Trainer trainer(updater, {1, "iteration"}, dir.path());
+  const rensa::Reporter* seen = nullptr;
+  trainer.extend(rensa::training::make_extension([&](Trainer&) { seen = &rensa::get_current_reporter(); }));
+  trainer.run();
+  EXPECT_EQ(seen, &trainer.reporter());
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -24,6 +26,7 @@
 #include "rensa/links/linear.h"
 #include "rensa/optimizers/sgd.h"
 #include "rensa/serializers/npz.h"
+#include "rensa/training/extension.h"
 #include "rensa/training/trainer.h"
 #include "tests/unit/test_util.h"
 #include "tests/unit/training/training_test_util.h"
@@ -93,7 +96,7 @@ struct RunSetup {
   std::unique_ptr<rensa::training::StandardUpdater> updater;
   std::unique_ptr<Trainer> trainer;
 
-  RunSetup(const std::string& out, int64_t stop) {
+  RunSetup(const std::string& out, int64_t stop, E::SnapshotOptions snapshot_options = {}) {
     net->add(std::make_shared<rensa::links::Linear>(2, 8));
     net->add([](const rensa::Variable& x) { return rensa::functions::relu(x); });
     // Dropout draws from the default generator: the snapshot must restore its position too.
@@ -107,7 +110,8 @@ struct RunSetup {
     trainer->extend(E::LogReport({}, {4, "iteration"}));
     trainer->extend(E::ExponentialShift("lr", 0.97));
     trainer->extend(E::observe_lr());
-    trainer->extend(E::snapshot(), {10, "iteration"});
+    trainer->extend(E::snapshot("snapshot_iter_{.updater.iteration}", {1, "epoch"}, std::move(snapshot_options)),
+                    {10, "iteration"});
   }
 
   std::vector<std::vector<unsigned char>> param_bytes() const {
@@ -196,6 +200,115 @@ TEST(TrainingRun, SnapshotHoldsTrainerState) {
   }
   EXPECT_EQ(values.at("updater/iteration").item<int64_t>(), 10);
   EXPECT_EQ(values.at("extensions/ExponentialShift/_t").item<int64_t>(), 10);
+}
+
+// The parameters of a run's snapshot file, by key.
+std::map<std::string, rensa::Array> model_of(const std::string& file) {
+  std::map<std::string, rensa::Array> out;
+  for (auto& [key, value] : rensa::serializers::read_npz(file)) {
+    if (key.rfind("updater/model:main/", 0) == 0) out.emplace(key, value);
+  }
+  return out;
+}
+
+void expect_same_arrays(const std::map<std::string, rensa::Array>& a, const std::map<std::string, rensa::Array>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [key, value] : a) {
+    ASSERT_EQ(b.count(key), 1u) << key;
+    EXPECT_EQ(std::memcmp(value.raw_data(), b.at(key).raw_data(), value.nbytes()), 0) << key;
+  }
+}
+
+// Background writers write what the synchronous one writes, from copies taken at the trigger;
+// autoload resumes a restarted run (the same command) from the newest file, bit for bit.
+TEST(SnapshotOptions, WritersAndAutoloadResumeExactly) {
+  constexpr int64_t kIterations = 30;
+  TempDir ref_dir("ref");
+  rensa::seed(11);
+  RunSetup ref(ref_dir.path(), kIterations);
+  ref.trainer->run();
+  const auto expected = ref.param_bytes();
+  const std::vector<std::pair<std::string, std::function<std::shared_ptr<E::SnapshotWriter>()>>> writers = {
+      {"SimpleWriter", [] { return std::make_shared<E::SimpleWriter>(); }},
+      {"ThreadWriter", [] { return std::make_shared<E::ThreadWriter>(); }},
+      {"ThreadQueueWriter", [] { return std::make_shared<E::ThreadQueueWriter>(); }},
+  };
+  for (const auto& [name, make] : writers) {
+    SCOPED_TRACE(name);
+    TempDir dir("writer");
+    rensa::seed(11);
+    RunSetup first(dir.path(), kIterations, {.writer = make(), .autoload = true});  // nothing to load yet
+    first.trainer->run();
+    EXPECT_EQ(first.param_bytes(), expected);
+    for (int64_t it : {10, 20, 30}) {
+      const std::string file = "snapshot_iter_" + std::to_string(it);
+      expect_same_arrays(model_of(ref_dir / file), model_of(dir / file));
+    }
+    // The job dies after iteration 20 is saved: the restarted command loads it by itself.
+    std::filesystem::remove(dir / "snapshot_iter_30");
+    rensa::seed(999);
+    RunSetup again(dir.path(), kIterations, {.writer = make(), .autoload = true});
+    again.trainer->run();
+    EXPECT_EQ(again.param_bytes(), expected);
+    EXPECT_EQ(without_time(again.trainer->get_extension<E::LogReport>("LogReport").log()),
+              without_time(ref.trainer->get_extension<E::LogReport>("LogReport").log()));
+  }
+}
+
+TEST(SnapshotOptions, ConditionRetentionAndErrors) {
+  TempDir dir("cond");
+  rensa::seed(3);
+  int asked = 0;
+  RunSetup s(dir.path(), 40,
+             {.condition = [&] { return ++asked % 2 == 0; },
+              .writer = std::make_shared<E::ThreadQueueWriter>(),
+              .n_retains = 1});
+  s.trainer->run();
+  EXPECT_EQ(asked, 4);
+  // Taken at 20 and 40; the background cleanup kept only the newest.
+  EXPECT_FALSE(std::filesystem::exists(dir / "snapshot_iter_10"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "snapshot_iter_20"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "snapshot_iter_40"));
+
+  // A background write that fails is the run's error, naming the file.
+  for (bool queue : {false, true}) {
+    TempDir bad("bad");
+    std::filesystem::create_directories(std::filesystem::path(bad / "snapshot_iter_10") / "in_the_way");
+    RunSetup r(bad.path(), 10,
+               {.writer = queue ? std::shared_ptr<E::SnapshotWriter>(std::make_shared<E::ThreadQueueWriter>())
+                                : std::make_shared<E::ThreadWriter>()});
+    rensa::test::expect_error<rensa::IOError>([&] { r.trainer->run(); }, {"snapshot_iter_10"});
+  }
+  rensa::test::expect_error<rensa::ValueError>([] { E::snapshot("s", {1, "epoch"}, {.n_retains = 0}); },
+                                               {"snapshot", "n_retains", "0"});
+}
+
+// snapshot_on_error saves the state at the error; the error still ends the run.
+TEST(SnapshotOptions, SnapshotOnError) {
+  TempDir dir("onerror");
+  rensa::seed(4);
+  RunSetup s(dir.path(), 30, {.snapshot_on_error = true});
+  s.trainer->extend(rensa::training::make_extension(
+      [](Trainer& t) {
+        if (t.updater().iteration() == 7) throw rensa::ValueError("stop here");
+      },
+      "Failing"));
+  rensa::test::expect_error<rensa::ValueError>([&] { s.trainer->run(); }, {"stop here"});
+  ASSERT_TRUE(std::filesystem::exists(dir / "snapshot_iter_7"));
+  EXPECT_EQ(rensa::serializers::read_npz(dir / "snapshot_iter_7").at("updater/iteration").item<int64_t>(), 7);
+}
+
+// snapshot_object with autoload loads the object itself.
+TEST(SnapshotOptions, ObjectAutoload) {
+  TempDir dir("object");
+  rensa::links::Linear saved(2, 3, rensa::links::LinearOptions{.seed = 1});
+  rensa::serializers::save_npz(dir / "model_5.npz", saved);
+  rensa::links::Linear model(2, 3, rensa::links::LinearOptions{.seed = 2});
+  rensa::testing_training::FakeUpdater updater(2);
+  Trainer trainer(updater, {1, "iteration"}, dir.path());
+  trainer.extend(E::snapshot_object(model, "model_{.updater.iteration}.npz", {10, "iteration"}, {.autoload = true}));
+  trainer.run();
+  EXPECT_TRUE(rensa::array_equal(model.W().array(), saved.W().array()));
 }
 
 }  // namespace
