@@ -1,6 +1,8 @@
 #pragma once
 // What every training example does alike about the life of a run: --resume (a snapshot file, or a
-// directory whose newest snapshot is taken; in one process and under mpirun alike), --keep-snapshots,
+// directory whose newest snapshot is taken; in one process and under mpirun alike; "auto": the
+// output directory's newest, if any, which is also what a job restarted by scripts/mpirun
+// --max-restarts does), --keep-snapshots,
 // --profile (time per function and per link, printed at the end), and Ctrl-C or SIGTERM (the step under way finishes, a
 // snapshot is written, a line says how to go on, and the exit status is 128 + the signal).
 #include <CLI/CLI.hpp>
@@ -73,8 +75,14 @@ inline void add_flags(CLI::App& app, Flags& f) {
                  "rank and this one merged, on rank 0); its summary goes into the log");
   app.add_option("-r,--resume", f.resume,
                  "Resume from this snapshot file, or from the newest snapshot in this directory (under mpirun: "
-                 "the newest iteration every rank has)")
-      ->check(CLI::ExistingPath);
+                 "the newest iteration every rank has); 'auto': from the output directory's newest snapshot if "
+                 "there is one, else from the start (for a scheduler that reruns the same command)")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            std::string path = v;
+            return v == "auto" ? std::string() : CLI::ExistingPath(path);
+          },
+          "PATH or auto"));
   app.add_option("--keep-snapshots", f.keep_snapshots,
                  "Snapshots kept, the newest ones (one per epoch; per rank under mpirun); -1 keeps all")
       ->check(CLI::Validator(
@@ -100,6 +108,18 @@ inline CLI::Option* add_communicator(CLI::App& app, std::string& name) {
       "Train data-parallel with this communicator (" + names + ") under mpirun; default: one process");
 }
 #endif
+
+/// The attempt scripts/mpirun --max-restarts is at: RENSA_RESTART (0, or unset, for the first).
+/// rensa::ValueError naming the variable for anything but a whole number.
+inline int restart_count() {
+  const char* v = std::getenv("RENSA_RESTART");
+  if (v == nullptr || *v == '\0') return 0;
+  const std::string s(v);
+  if (s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) {
+    throw rensa::ValueError("RENSA_RESTART must be a whole number (the restart count), got '" + s + "'");
+  }
+  return std::stoi(s);
+}
 
 /// The snapshots of a run and what it does on SIGINT, SIGTERM and mpirun's SIGUSR1. Build it after
 /// the trainer's other extensions are registered and before calling resume.
@@ -132,15 +152,36 @@ class Run {
   }
 #endif
 
-  /// Loads --resume when given and says from where. False (having said why) when the run it resumes
-  /// has already trained its `epochs`.
+  /// Loads --resume when given (or "auto" in a restarted job) and says from where. False (having
+  /// said why) when the run it resumes has already trained its `epochs`.
   bool resume(double epochs) {
-    if (flags_.resume.empty()) return true;
-    std::string from = flags_.resume;
+    std::string path = flags_.resume;
+    const int restart = restart_count();
+    if (path.empty() && restart > 0) path = "auto";
+    if (path.empty()) return true;
+    std::string from = path;
+    if (path == "auto") {
+      from = trainer_.out();
+      bool found = false;
 #ifdef RENSA_WITH_MN
-    if (mn_snapshot_) mn_snapshot_->resume(trainer_, flags_.resume);
+      if (mn_snapshot_) found = mn_snapshot_->maybe_load(trainer_, trainer_.out()).has_value();  // collective
 #endif
-    if (snapshot_) from = snapshot_->resume(trainer_, flags_.resume);
+      if (snapshot_) {
+        const auto latest = rensa::extensions::find_latest_snapshot(snapshot_->filename(), trainer_.out());
+        if (latest) from = snapshot_->resume(trainer_, *latest);
+        found = latest.has_value();
+      }
+      if (!found) {
+        say((restart > 0 ? "restart " + std::to_string(restart) + ": " : std::string()) + "no snapshot in " +
+            trainer_.out() + " yet: training from the start");
+        return true;
+      }
+    } else {
+#ifdef RENSA_WITH_MN
+      if (mn_snapshot_) mn_snapshot_->resume(trainer_, path);
+#endif
+      if (snapshot_) from = snapshot_->resume(trainer_, path);
+    }
     const auto& updater = trainer_.updater();
     say("resumed from iteration " + std::to_string(updater.iteration()) + " (epoch " + std::to_string(updater.epoch()) +
         ") of " + from);

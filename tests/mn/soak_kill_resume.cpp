@@ -3,7 +3,9 @@
 // start from the newest iteration that both ranks had complete when the job died; the final
 // parameters and optimizer state must equal an uninterrupted run's bit for bit; no temporary file
 // and no unreadable snapshot may be left. Not an MPI program itself: it starts the jobs.
-//   soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED]
+// With "restart", the job is started once, through MPIRUN's --max-restarts, which starts it again
+// after each kill (the example then resumes from its output directory by itself).
+//   soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED] [restart]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,9 +97,10 @@ pid_t parent_of(pid_t pid) {
 }
 
 // The process of MPI rank `rank` among the descendants of launcher `launcher` (scripts/mpirun runs
-// mpirun as its child), if it runs yet.
-std::optional<pid_t> rank_pid(pid_t launcher, int rank) {
+// mpirun as its child), if it runs yet; with `attempt`, only of that attempt of a restarting launcher.
+std::optional<pid_t> rank_pid(pid_t launcher, int rank, int attempt = -1) {
   const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  const std::string want_attempt = "RENSA_RESTART=" + std::to_string(attempt);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
@@ -108,12 +111,16 @@ std::optional<pid_t> rank_pid(pid_t launcher, int rank) {
     }
     if (!below) continue;
     const std::string env = read_text(e.path() / "environ");
+    bool is_rank = false, is_attempt = attempt < 0;
     for (std::size_t at = 0; at < env.size();) {
       const std::size_t end = env.find('\0', at);
-      if (env.compare(at, (end == std::string::npos ? env.size() : end) - at, want) == 0) return std::stoi(name);
+      const std::string_view var(env.data() + at, (end == std::string::npos ? env.size() : end) - at);
+      is_rank = is_rank || var == want;
+      is_attempt = is_attempt || var == want_attempt;
       if (end == std::string::npos) break;
       at = end + 1;
     }
+    if (is_rank && is_attempt) return std::stoi(name);
   }
   return std::nullopt;
 }
@@ -168,9 +175,10 @@ bool same_bits(const rensa::Array& a, const rensa::Array& b) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::cerr << "usage: soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED]\n";
+    std::cerr << "usage: soak_kill_resume TRAIN_MNIST MPIRUN WORK_DIR [KILLS] [SEED] [restart]\n";
     return 2;
   }
+  const bool through_launcher = argc > 6 && std::string_view(argv[6]) == "restart";
   const std::string exe = argv[1], mpirun = argv[2];
   const fs::path work = argv[3];
   const int kills = argc > 4 ? std::atoi(argv[4]) : 20;
@@ -197,7 +205,50 @@ int main(int argc, char** argv) {
   std::mt19937 rng(seed);
   const fs::path out = work / "killed";
   int survived = 0, resumes = 0, fresh_starts = 0, restarts = 0;
-  for (int round = 0;; ++round) {
+  if (through_launcher) {
+    // One command; the launcher restarts the job after each kill, up to kills + 1 times.
+    auto cmd = train;
+    // The delay doubles per restart: a short one for a few kills, none for a soak of many.
+    cmd.insert(cmd.begin() + 1,
+               {"--max-restarts", std::to_string(kills + 1), "--restart-delay", kills <= 3 ? "0.2" : "0"});
+    cmd.insert(cmd.end(), {"--out", out.string()});
+    const fs::path log = work / "launcher.log";
+    const pid_t job = spawn(cmd, log);
+    std::vector<pid_t> killed;
+    // Soon after each start, so that every kill lands before the run is over.
+    std::uniform_real_distribution<double> when(0.3, std::max(0.6, 0.15 * duration));
+    while (survived < kills && waitpid(job, nullptr, WNOHANG) == 0) {
+      // Each attempt's ranks are new processes: kill one of them a random while after it starts.
+      const int victim = std::uniform_int_distribution<int>(0, kRanks - 1)(rng);
+      const auto pid = rank_pid(job, victim, survived);  // attempt k follows the k-th kill
+      if (!pid || std::find(killed.begin(), killed.end(), *pid) != killed.end()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      const double start = now_s(), at = when(rng);
+      while (now_s() - start < at && waitpid(job, nullptr, WNOHANG) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      if (kill(*pid, SIGKILL) == 0) {
+        killed.push_back(*pid);
+        ++survived;
+      }
+    }
+    const int rc = wait_job(job, limit_s * (kills + 2), log);
+    const std::string text = read_text(log);
+    if (rc != 0) fail("the restarted job failed (exit " + std::to_string(rc) + "):\n" + text);
+    for (std::size_t at = 0; (at = text.find("mpirun: the job failed", at)) != std::string::npos; ++at) ++restarts;
+    for (std::size_t at = 0; (at = text.find("resumed from iteration", at)) != std::string::npos; ++at) ++resumes;
+    if (survived < kills) {
+      fail("the job ended after " + std::to_string(survived) + " of " + std::to_string(kills) + " kills:\n" + text);
+    }
+    if (restarts != survived) {
+      fail(std::to_string(survived) + " kills but " + std::to_string(restarts) + " restarts were logged:\n" + text);
+    }
+    std::cout << "soak: through the launcher: " << survived << " kills, " << restarts << " restarts, " << resumes
+              << " resumes" << std::endl;
+  }
+  for (int round = 0; !through_launcher; ++round) {
     const auto have = complete_iterations(out);
     if (!have.empty() && have.back() == last) {
       if (survived >= kills) break;
@@ -280,8 +331,13 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::cout << "soak: " << survived << " kills survived (" << resumes << " resumes checked, " << fresh_starts
-            << " fresh starts, " << restarts << " runs that ended before their kill and started over); the final "
-            << "state equals the uninterrupted run's bit for bit" << std::endl;
+  if (through_launcher) {
+    std::cout << "soak: " << survived << " kills survived through " << restarts << " automatic restarts ("
+              << resumes << " resumed from a snapshot)";
+  } else {
+    std::cout << "soak: " << survived << " kills survived (" << resumes << " resumes checked, " << fresh_starts
+              << " fresh starts, " << restarts << " runs that ended before their kill and started over)";
+  }
+  std::cout << "; the final state equals the uninterrupted run's bit for bit" << std::endl;
   return 0;
 }
