@@ -43,12 +43,15 @@ ConfigGuard using_config(std::string_view key, ConfigValue value) {
   else if (key == "dtype") cfg.dtype = value_as<Dtype>(key, value);
   else if (key == "device") cfg.device = value_as<Device>(key, value);
   else if (key == "seed") cfg.seed = static_cast<uint64_t>(value_as<int64_t>(key, value));
-  else if (key == "deterministic") cfg.deterministic = value_as<bool>(key, value);
   else if (key == "debug") cfg.debug = value_as<bool>(key, value);
   else if (key == "keep_graph_on_report") cfg.keep_graph_on_report = value_as<bool>(key, value);
-  else {
+  else if (key == "deterministic") {
+    RENSA_THROW(ValueError,
+                "using_config: there is no 'deterministic' setting: the same seed, thread count and rank count "
+                "already give the same bits (docs/porting.md)");
+  } else {
     RENSA_THROW(ValueError, "using_config: unknown key '", key,
-                "'; valid: train, enable_backprop, dtype, device, seed, deterministic, debug, keep_graph_on_report");
+                "'; valid: train, enable_backprop, dtype, device, seed, debug, keep_graph_on_report");
   }
   return ConfigGuard(cfg);
 }

@@ -24,10 +24,10 @@ struct Config {
   Dtype dtype = Dtype::float32;
   /// Default device of created arrays.
   Device device = Device::cpu();
-  /// Seed of each thread's default generator.
+  /// Seed of each thread's default generator. There is no "deterministic" setting: the same seed,
+  /// thread count and rank count give the same bits (no kernel adds in an order that depends on
+  /// timing), so there is nothing to switch on.
   uint64_t seed = 0;
-  /// Prefer deterministic algorithms where a choice exists.
-  bool deterministic = false;
   /// Debug mode: every function's outputs and gradients are checked for NaN, and the first one
   /// throws naming the function and where it was applied (docs/profiling.md).
   bool debug = false;
@@ -65,10 +65,9 @@ class [[nodiscard]] ConfigGuard {
   const Config* prev_;
 };
 
-/// Sets `key` ("train", "enable_backprop", "dtype", "device", "seed", "deterministic", "debug",
-/// "keep_graph_on_report")
-/// for the calling thread until the guard dies. ValueError for an unknown key (valid keys listed)
-/// or a value of the wrong kind.
+/// Sets `key` ("train", "enable_backprop", "dtype", "device", "seed", "debug",
+/// "keep_graph_on_report") for the calling thread until the guard dies. ValueError for an unknown
+/// key (valid keys listed; "deterministic" says why there is none) or a value of the wrong kind.
 ConfigGuard using_config(std::string_view key, ConfigValue value);
 /// Disables graph recording until the guard dies.
 ConfigGuard no_backprop_mode();

@@ -41,6 +41,9 @@ TEST(Autograd, NoBackpropModeRecordsNothing) {
   auto g = using_config("train", false);
   EXPECT_FALSE(config().train);
   EXPECT_THROW(using_config("nonsense", true), ValueError);
+  // Chainer users look for it: the error says why there is none.
+  rensa::test::expect_error<ValueError>([] { (void)using_config("deterministic", true); },
+                                        {"using_config", "'deterministic'", "same bits"});
 }
 
 TEST(Autograd, RetainGradAndFreedGraph) {

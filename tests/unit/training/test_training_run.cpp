@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "rensa/core/threading.h"
 #include "rensa/datasets/tuple_dataset.h"
 #include "rensa/extensions/evaluator.h"
 #include "rensa/extensions/log_report.h"
@@ -20,10 +21,13 @@
 #include "rensa/extensions/snapshot.h"
 #include "rensa/extensions/value_observation.h"
 #include "rensa/functions/activation.h"
+#include "rensa/functions/loss.h"
 #include "rensa/functions/noise.h"
 #include "rensa/iterators/serial_iterator.h"
 #include "rensa/links/classifier.h"
+#include "rensa/links/convolution_2d.h"
 #include "rensa/links/linear.h"
+#include "rensa/links/normalization.h"
 #include "rensa/optimizers/sgd.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/training/extension.h"
@@ -309,6 +313,40 @@ TEST(SnapshotOptions, ObjectAutoload) {
   trainer.extend(E::snapshot_object(model, "model_{.updater.iteration}.npz", {10, "iteration"}, {.autoload = true}));
   trainer.run();
   EXPECT_TRUE(rensa::array_equal(model.W().array(), saved.W().array()));
+}
+
+// The same seed and thread count give the same bits: a ConvNet step (convolution, batch
+// normalization, dropout, a linear layer; oneDNN's kernels on 2 threads) run twice.
+TEST(TrainingRun, TwoRunsGiveTheSameBits) {
+  const int threads = rensa::get_num_threads();
+  rensa::set_num_threads(2);
+  const auto run = [] {
+    rensa::seed(21);
+    rensa::Sequential net;
+    net.add(std::make_shared<rensa::links::Convolution2D>(3, 8, rensa::functions::Int2{3, 3}));
+    net.add(std::make_shared<rensa::links::BatchNormalization>(8));
+    net.add([](const rensa::Variable& x) { return rensa::functions::dropout(rensa::functions::relu(x), 0.3); });
+    net.add(std::make_shared<rensa::links::Linear>(8 * 14 * 14, 5));
+    rensa::optimizers::MomentumSGD opt(0.05, 0.9);
+    opt.setup(net);
+    const rensa::Array x = rensa::test::randn({16, 3, 16, 16}, rensa::Dtype::float32, 3);
+    const rensa::Array t = rensa::Array::from_vector<int32_t>({0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0});
+    for (int step = 0; step < 4; ++step) {
+      opt.update([&] { return rensa::functions::softmax_cross_entropy(net(rensa::Variable(x)), t); });
+    }
+    std::vector<std::vector<unsigned char>> out;
+    for (const auto& [path, p] : net.namedparams()) {
+      const rensa::Array a = p.array().contiguous();
+      const auto* b = static_cast<const unsigned char*>(a.raw_data());
+      out.emplace_back(b, b + a.nbytes());
+    }
+    return out;
+  };
+  const auto first = run();
+  const auto second = run();
+  rensa::set_num_threads(threads);
+  ASSERT_EQ(first.size(), 6u);
+  EXPECT_EQ(first, second);
 }
 
 }  // namespace
