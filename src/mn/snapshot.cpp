@@ -8,6 +8,7 @@
 #include <set>
 
 #include "rensa/core/error.h"
+#include "rensa/mn/object.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/training/trainer.h"
 
@@ -35,6 +36,31 @@ MultiNodeSnapshot::MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions
               "multi_node_snapshot: the name must be non-empty and contain no '/', got '", options_.name, "'");
   RENSA_CHECK(options_.n_retains == -1 || options_.n_retains > 0, ValueError,
               "multi_node_snapshot: n_retains must be -1 or positive, got ", options_.n_retains);
+  // Each rank's set: a named one, or the rest together; with none named, every rank alone.
+  std::vector<int> set_of(static_cast<std::size_t>(comm_.size()), -1);
+  for (std::size_t s = 0; s < options_.replica_sets.size(); ++s) {
+    for (const int r : options_.replica_sets[s]) {
+      RENSA_CHECK(r >= 0 && r < comm_.size(), ValueError, "multi_node_snapshot: replica set ", s, " names rank ", r,
+                  ", which is not in [0, ", comm_.size(), ")");
+      RENSA_CHECK(set_of[static_cast<std::size_t>(r)] < 0, ValueError, "multi_node_snapshot: rank ", r,
+                  " is in replica sets ", set_of[static_cast<std::size_t>(r)], " and ", s);
+      set_of[static_cast<std::size_t>(r)] = static_cast<int>(s);
+    }
+  }
+  const int rest = static_cast<int>(options_.replica_sets.size());
+  for (int& s : set_of) {
+    if (s < 0) s = options_.replica_sets.empty() ? -1 : rest;
+  }
+  const int mine = set_of[static_cast<std::size_t>(comm_.rank())];
+  master_ = comm_.rank();
+  if (mine >= 0) {
+    for (int r = 0; r < comm_.size(); ++r) {
+      if (set_of[static_cast<std::size_t>(r)] != mine) continue;
+      master_ = std::min(master_, r);
+      if (r != comm_.rank()) members_.push_back(r);
+    }
+    if (!writes()) members_.clear();
+  }
 }
 
 std::string MultiNodeSnapshot::directory_of(const training::Trainer& trainer, const std::string& directory) const {
@@ -45,13 +71,13 @@ std::string MultiNodeSnapshot::directory_of(const training::Trainer& trainer, co
 std::string MultiNodeSnapshot::path_for(const training::Trainer& trainer, int64_t iteration,
                                         const std::string& directory) const {
   const std::string file = options_.name + "_iter_" + std::to_string(iteration) + "_rank_" +
-                           std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+                           std::to_string(master_) + "_of_" + std::to_string(comm_.size()) + ".npz";
   return (std::filesystem::path(directory_of(trainer, directory)) / file).string();
 }
 
 std::optional<int64_t> MultiNodeSnapshot::iteration_of(std::string_view file) const {
   const std::string prefix = options_.name + "_iter_";
-  const std::string suffix = "_rank_" + std::to_string(comm_.rank()) + "_of_" + std::to_string(comm_.size()) + ".npz";
+  const std::string suffix = "_rank_" + std::to_string(master_) + "_of_" + std::to_string(comm_.size()) + ".npz";
   if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
       file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return std::nullopt;
@@ -82,12 +108,14 @@ void MultiNodeSnapshot::restore(training::Trainer& trainer) {
 }
 
 void MultiNodeSnapshot::initialize(training::Trainer& trainer) {
+  if (!writes()) return;
   // Only this rank's own file names: other ranks may be writing theirs into the same directory.
   serializers::remove_stale_temporaries(directory_of(trainer, ""),
                                         [this](std::string_view f) { return iteration_of(f).has_value(); });
 }
 
 void MultiNodeSnapshot::operator()(training::Trainer& trainer) {
+  if (!writes()) return;  // the set's first rank writes the state the set shares
   const int64_t iteration = trainer.updater().iteration();
   std::filesystem::create_directories(directory_of(trainer, ""));
   serializers::save_npz(path_for(trainer, iteration), trainer);
@@ -116,8 +144,8 @@ std::optional<int64_t> MultiNodeSnapshot::iteration_of_any_rank(std::string_view
     return std::nullopt;
   }
   if (std::stoll(std::string(rank)) >= comm_.size()) return std::nullopt;
-  // The same name with this rank's number.
-  return iteration_of(std::string(file.substr(0, at)) + "_rank_" + std::to_string(comm_.rank()) + tail);
+  // The same name with the number of the rank whose files hold this rank's state.
+  return iteration_of(std::string(file.substr(0, at)) + "_rank_" + std::to_string(master_) + tail);
 }
 
 int64_t MultiNodeSnapshot::resume(training::Trainer& trainer, const std::string& path) {
@@ -148,12 +176,17 @@ std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer,
                                                      int64_t iteration) {
   std::vector<int64_t> mine = local_iterations(trainer, directory);
   if (iteration >= 0) std::erase_if(mine, [iteration](int64_t it) { return it != iteration; });
-  const std::vector<std::string> lists = comm_.allgather_bytes(encode(mine));
+  // Ranks that write nothing (not first in their replica set) put no condition.
+  const std::string any = "any";
+  const std::vector<std::string> lists = comm_.allgather_bytes(writes() ? encode(mine) : any);
   std::set<int64_t> common;
+  bool first = true;
   for (std::size_t r = 0; r < lists.size(); ++r) {
+    if (lists[r] == any) continue;
     const std::vector<int64_t> its = decode(lists[r]);
-    if (r == 0) {
+    if (first) {
       common.insert(its.begin(), its.end());
+      first = false;
       continue;
     }
     std::set<int64_t> next;
@@ -168,15 +201,28 @@ std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer,
     const std::string path = path_for(trainer, *it, directory);
     std::map<std::string, Array> values;
     int32_t ok = 1;
-    try {
-      values = serializers::read_npz(path);
-    } catch (const Error& e) {
-      std::cerr << "multi_node_snapshot: rank " << comm_.rank() << " cannot read '" << path << "': " << e.what()
-                << "\n";
-      ok = 0;
+    if (writes()) {
+      try {
+        values = serializers::read_npz(path);
+      } catch (const Error& e) {
+        std::cerr << "multi_node_snapshot: rank " << comm_.rank() << " cannot read '" << path << "': " << e.what()
+                  << "\n";
+        ok = 0;
+      }
     }
     const Array all_ok = comm_.allreduce(Array::from_vector(std::vector<int32_t>{ok}), ReduceOp::min);
     if (all_ok.to_vector<int32_t>()[0] == 0) continue;
+    // The others of a replica set get their first rank's file, as ChainerMN sends it.
+    constexpr int kTag = 0x534e;
+    if (writes()) {
+      if (!members_.empty()) {
+        const std::string bytes = serializers::encode_npz(values);
+        for (const int r : members_) send_obj(comm_, bytes, r, kTag);
+      }
+    } else {
+      const std::string bytes = recv_obj<std::string>(comm_, master_, kTag);
+      values = serializers::read_npz_bytes(bytes.data(), bytes.size(), path + " (from rank " + std::to_string(master_) + ")");
+    }
     serializers::DictionaryDeserializer d(std::move(values), path);
     trainer.serialize(d);
     return *it;

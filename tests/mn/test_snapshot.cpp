@@ -63,8 +63,10 @@ struct Result {
 // Trains until iteration `stop`, snapshotting every 3 iterations into `dir`; resumes first when
 // `resume` is set. With `lazy`, l1's W is inferred at the first call, so a resumed run loads the
 // optimizer (and its pending gradients) while W does not exist yet.
+// With `replica_sets`, every rank's iterator draws the same order, so the ranks of a set hold the
+// same state.
 Result train(const std::string& dir, int64_t stop, bool resume, bool double_buffering, bool lazy = false,
-             bool autoload = false) {
+             bool autoload = false, std::optional<std::vector<std::vector<int>>> replica_sets = std::nullopt) {
   Communicator c = comm();
   rensa::seed(5);  // the lazy W is drawn from the default generator
   const auto data = scatter_dataset(three_class_points(40), c, {.shuffle = true, .seed = 2});
@@ -72,10 +74,11 @@ Result train(const std::string& dir, int64_t stop, bool resume, bool double_buff
   auto opt = create_multi_node_optimizer(std::make_unique<optimizers::Adam>(0.01), c,
                                          {.double_buffering = double_buffering, .bucket_cap = 128});
   opt->setup(model);
-  iterators::SerialIterator it(data, 4, {.seed = 3 + static_cast<uint64_t>(c.rank())});
+  iterators::SerialIterator it(data, 4, {.seed = 3 + (replica_sets ? 0 : static_cast<uint64_t>(c.rank()))});
   training::StandardUpdater updater(it, *opt);
   training::Trainer trainer(updater, {stop, "iteration"}, dir);
-  auto snap = multi_node_snapshot(c, {.trigger = {3, "iteration"}, .autoload = autoload});
+  auto snap = multi_node_snapshot(
+      c, {.trigger = {3, "iteration"}, .autoload = autoload, .replica_sets = replica_sets.value_or(std::vector<std::vector<int>>{})});
   trainer.extend(snap);
   Result r;
   if (resume) r.loaded = snap->maybe_load(trainer);
@@ -121,6 +124,39 @@ TEST(MultiNodeSnapshot, AutoloadResumesTheSameCommand) {
   const Result got = train(parts.path(), 12, false, false, false, true);
   EXPECT_EQ(got.iteration, 12);
   EXPECT_EQ(got.params, want.params);
+}
+
+// Replica sets (ChainerMN's): only the first rank of each set writes; the others load its state,
+// sent to them; the resumed run ends as the uninterrupted one.
+TEST(MultiNodeSnapshot, ReplicaSetsWriteOnceAndResumeExactly) {
+  Communicator c = comm();
+  std::vector<int> all(static_cast<std::size_t>(c.size()));
+  for (int r = 0; r < c.size(); ++r) all[static_cast<std::size_t>(r)] = r;
+  // One set of every rank; and {0} with the rest as a second set.
+  for (const auto& sets : {std::vector<std::vector<int>>{all}, std::vector<std::vector<int>>{{0}}}) {
+    SharedDir whole, parts;
+    const Result want = train(whole.path(), 12, false, false, false, false, sets);
+    train(parts.path(), 7, false, false, false, false, sets);
+    c.barrier();
+    std::set<std::string> files;
+    for (const auto& e : fs::directory_iterator(parts.path())) files.insert(e.path().filename().string());
+    const std::string n = std::to_string(c.size());
+    std::set<std::string> expected{"snapshot_mn_iter_3_rank_0_of_" + n + ".npz", "snapshot_mn_iter_6_rank_0_of_" + n + ".npz"};
+    if (sets.size() == 1 && sets[0].size() == 1) {  // {0}: the rest write as rank 1
+      expected.insert("snapshot_mn_iter_3_rank_1_of_" + n + ".npz");
+      expected.insert("snapshot_mn_iter_6_rank_1_of_" + n + ".npz");
+    }
+    EXPECT_EQ(files, expected);
+    c.barrier();
+    const Result got = train(parts.path(), 12, true, false, false, false, sets);
+    ASSERT_TRUE(got.loaded.has_value());
+    EXPECT_EQ(*got.loaded, 6);
+    EXPECT_EQ(got.params, want.params);
+  }
+  expect_error<ValueError>([&] { multi_node_snapshot(c, {.replica_sets = {{0, c.size()}}}); },
+                           {"multi_node_snapshot", "replica set 0", "rank " + std::to_string(c.size())});
+  expect_error<ValueError>([&] { multi_node_snapshot(c, {.replica_sets = {{0}, {1, 0}}}); },
+                           {"multi_node_snapshot", "rank 0", "replica sets 0 and 1"});
 }
 
 TEST(MultiNodeSnapshot, ResumesFromTheNewestIterationEveryRankHas) {

@@ -32,6 +32,12 @@ struct MultiNodeSnapshotOptions {
   /// At the start of Trainer::run, maybe_load from where this extension writes (before any
   /// extension initializes): a job restarted with the same command resumes by itself.
   bool autoload = false;
+  /// Groups of ranks whose trainers hold the same state (ChainerMN's replica_sets): only the
+  /// lowest rank of each set writes, under its own rank's name, and on loading sends its file's
+  /// content to the others of its set. Each set lists ranks; the ranks no set names form one more
+  /// set. Empty: every rank its own set (each rank's iterator walks its own shard, so ranks usually
+  /// differ; ChainerMN's empty list means one set of all ranks: give {{0, 1, ..., N-1}} for that).
+  std::vector<std::vector<int>> replica_sets = {};
 };
 
 /// Writes this rank's whole trainer state (model, optimizer, iterator with its per-rank order,
@@ -40,7 +46,8 @@ struct MultiNodeSnapshotOptions {
 /// file, fsync, rename), so a job killed while writing leaves only complete snapshots behind.
 class MultiNodeSnapshot : public training::Extension {
  public:
-  /// ValueError for an empty name or one with '/', or n_retains not -1 or positive.
+  /// ValueError for an empty name or one with '/', n_retains not -1 or positive, or replica sets
+  /// naming a rank outside the communicator or one rank twice.
   MultiNodeSnapshot(Communicator comm, MultiNodeSnapshotOptions options = {});
 
   void operator()(training::Trainer& trainer) override;
@@ -83,9 +90,12 @@ class MultiNodeSnapshot : public training::Extension {
 
  private:
   std::string directory_of(const training::Trainer& trainer, const std::string& directory) const;
+  bool writes() const { return master_ == comm_.rank(); }
 
   Communicator comm_;
   MultiNodeSnapshotOptions options_;
+  int master_ = 0;           // the rank whose files this rank's state is in
+  std::vector<int> members_;  // the other ranks of this rank's set, when it is their master
 };
 
 /// extensions::StopOnSignal for every rank of `comm`: each iteration the ranks agree (a one-element
