@@ -16,6 +16,18 @@ if(NOT accuracy GREATER 0.6)
   message(FATAL_ERROR "the validation sequence accuracy must exceed 0.6 after 3 epochs, got ${accuracy}")
 endif()
 
+# Chainer's other optimizers by name, as ChainerMN's seq2seq takes them; a bad one is named.
+smoke_run(TRUE "${SEQ2SEQ}" --epoch 1 --train-size 200 --test-size 50 --optimizer "rmspropgraves(1e-3, momentum=0.8)"
+          --out other_optimizer)
+smoke_run(FALSE "${SEQ2SEQ}" --optimizer "adagrad(0.1, foo=2)")
+if(NOT smoke_output MATCHES "adagrad has no hyperparameter 'foo'")
+  message(FATAL_ERROR "an unknown hyperparameter must fail naming it, got: ${smoke_output}")
+endif()
+smoke_run(FALSE "${SEQ2SEQ}" --optimizer "adamax()")
+if(NOT smoke_output MATCHES "unknown optimizer 'adamax'; known: adabound")
+  message(FATAL_ERROR "an unknown optimizer must fail listing the known ones, got: ${smoke_output}")
+endif()
+
 smoke_run(FALSE "${SEQ2SEQ}" --layer 0)
 if(NOT smoke_output MATCHES "--layer")
   message(FATAL_ERROR "--layer 0 must fail with a message naming the flag, got: ${smoke_output}")

@@ -16,6 +16,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "optimizer_flag.h"
 #include "run_flags.h"
 
 namespace F = rensa::functions;
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   int threads = 1;
   std::string out = "result/seq2seq";
+  std::string optimizer_spec = "adam()";
   app.add_option("-e,--epoch", epoch, "Number of sweeps over the training set")->check(CLI::Range(1, 100000));
   app.add_option("-b,--batchsize", batchsize, "Sequence pairs per minibatch")->check(CLI::Range(1, 100000));
   app.add_option("-u,--unit", unit, "Units in the embeddings and LSTM layers")->check(CLI::Range(1, 100000));
@@ -174,6 +176,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--dropout", dropout, "Dropout ratio between LSTM layers")->check(CLI::Range(0.0, 0.99));
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
+  app.add_option("--optimizer", optimizer_spec,
+                 "Optimizer and its hyperparameters, as ChainerMN's seq2seq: NAME(ARGS), positional in Chainer's "
+                 "order, then key=value; e.g. 'adam(0.002, beta2=0.99)', 'rmspropgraves(lr=1e-3)', 'smorms3()'");
   app.add_option("--seed", seed, "Seed of the data, initialization and shuffling")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
@@ -189,7 +194,8 @@ int main(int argc, char** argv) {
     auto train = std::make_shared<ReversalDataset>(train_size, max_length, seed);
     auto test = std::make_shared<ReversalDataset>(test_size, max_length, seed + 1);
     Seq2seq model(layer, unit, dropout);
-    rensa::optimizers::Adam optimizer;
+    const auto optimizer_ptr = optimizer_flag::make(optimizer_spec);
+    rensa::optimizers::Optimizer& optimizer = *optimizer_ptr;
     optimizer.setup(model);
 
     rensa::iterators::SerialIterator train_iter(train, batchsize, {.seed = seed});

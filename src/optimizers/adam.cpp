@@ -20,8 +20,7 @@ Adam::Adam(double alpha, double beta1, double beta2, double eps, double eta, dou
       amsgrad_(declare_hyperparam("amsgrad", amsgrad ? 1.0 : 0.0)),
       adabound_(declare_hyperparam("adabound", adabound ? 1.0 : 0.0)),
       final_lr_(declare_hyperparam("final_lr", final_lr)),
-      gamma_(declare_hyperparam("gamma", gamma)),
-      initial_alpha_(alpha) {
+      gamma_(declare_hyperparam("gamma", gamma)) {
   optimizer_name_ = "Adam";
 }
 
@@ -39,16 +38,16 @@ double Adam::lr() const {
 std::unique_ptr<UpdateRule> Adam::create_update_rule() {
   return std::make_unique<detail::FusedRule>(
       optimizer_name_, std::vector<std::string>{"m", "v", "vhat"}, 2, [this] { return *amsgrad_ != 0.0 ? 3 : 2; },
-      [this](const Array& param, const Array& grad, const Array* state, int64_t t) {
+      [this, initial_alpha = *alpha_](const Array& param, const Array& grad, const Array* state, int64_t t) {
         // The bias correction uses the rule's own step count, as Chainer's AdamRule does.
         const double lr = alpha_t(*alpha_, *beta1_, *beta2_, t);
         const bool bound = *adabound_ != 0.0;
         double lower = 0.0, upper = 0.0;
         if (bound) {
-          RENSA_CHECK(*gamma_ > 0.0 && initial_alpha_ != 0.0, ValueError, optimizer_name_,
+          RENSA_CHECK(*gamma_ > 0.0 && initial_alpha != 0.0, ValueError, optimizer_name_,
                       ": AdaBound's bounds need gamma > 0 and a nonzero initial alpha, got gamma ", *gamma_,
-                      " and alpha ", initial_alpha_);
-          const double f = *final_lr_ * *alpha_ / initial_alpha_, td = static_cast<double>(t);
+                      " and alpha ", initial_alpha);
+          const double f = *final_lr_ * *alpha_ / initial_alpha, td = static_cast<double>(t);
           lower = f * (1.0 - 1.0 / (*gamma_ * td + 1.0));
           upper = f * (1.0 + 1.0 / (*gamma_ * td));
         }

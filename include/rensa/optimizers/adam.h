@@ -14,9 +14,9 @@ namespace rensa::optimizers {
 ///   vhat = max(vhat, v) with amsgrad, else v;
 ///   step = alpha_t / (sqrt(vhat) + eps), clipped to [lower, upper] with adabound;
 ///   param -= eta * (step * m + weight_decay_rate * param).
-/// AdaBound's bounds (Luo et al.), with f = final_lr * alpha / alpha0 (alpha0 the alpha given to the
-/// constructor, so a schedule on alpha moves them too): lower = f * (1 - 1 / (gamma * t + 1)),
-/// upper = f * (1 + 1 / (gamma * t)).
+/// AdaBound's bounds (Luo et al.), with f = final_lr * alpha / alpha0 (alpha0 the alpha when the
+/// parameter's rule was made, at setup, as Chainer; a schedule on alpha moves the bounds too):
+/// lower = f * (1 - 1 / (gamma * t + 1)), upper = f * (1 + 1 / (gamma * t)).
 /// Hyperparameters: "alpha" (0.001), "beta1" (0.9), "beta2" (0.999), "eps" (1e-8), "eta" (1),
 /// "weight_decay_rate" (0), "amsgrad" (0 or 1), "adabound" (0 or 1), "final_lr" (0.1), "gamma"
 /// (1e-3; positive when adabound is on). State: "m", "v", and "vhat" with amsgrad.
@@ -46,7 +46,6 @@ class Adam : public Optimizer {
   const double* adabound_;
   const double* final_lr_;
   const double* gamma_;
-  double initial_alpha_;
 };
 
 /// Adam with decoupled weight decay (Chainer's AdamW): Adam with `weight_decay_rate` set.
