@@ -14,6 +14,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "tests/unit/optimizers/ported_optimizers.h"
 #include "tests/unit/test_util.h"
 
 namespace rensa {
@@ -60,7 +61,7 @@ struct Model {
 using Factory = std::function<std::unique_ptr<O::Optimizer>()>;
 
 std::vector<std::pair<std::string, Factory>> factories() {
-  return {
+  std::vector<std::pair<std::string, Factory>> out = {
       {"SGD", [] { return std::make_unique<O::SGD>(0.1); }},
       {"MomentumSGD", [] { return std::make_unique<O::MomentumSGD>(0.1, 0.8); }},
       {"NesterovAG", [] { return std::make_unique<O::NesterovAG>(0.1, 0.8); }},
@@ -70,14 +71,9 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"RMSpropWarmup", [] { return std::make_unique<O::RMSpropWarmup>(0.1, 3); }},
       {"LARS", [] { return std::make_unique<O::LARS>(1.0, 0.9, 1e-4); }},
       {"LAMB", [] { return std::make_unique<O::LAMB>(0.01); }},
-      {"AdaDelta", [] { return std::make_unique<O::AdaDelta>(0.9, 1e-4); }},
-      {"CorrectedMomentumSGD", [] { return std::make_unique<O::CorrectedMomentumSGD>(0.1, 0.8); }},
-      {"MSVAG", [] { return std::make_unique<O::MSVAG>(0.2, 0.8, 0.9, 0.01); }},
-      {"RMSpropGraves", [] { return std::make_unique<O::RMSpropGraves>(0.01, 0.9, 0.8, 1e-3); }},
-      {"SMORMS3", [] { return std::make_unique<O::SMORMS3>(0.05); }},
-      {"AdaBound", [] { return std::make_unique<O::AdaBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
-      {"AMSBound", [] { return std::make_unique<O::AMSBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
   };
+  for (auto& f : test::ported_optimizers()) out.push_back(std::move(f));
+  return out;
 }
 
 const Array& master_of(O::Optimizer& opt, const Variable& p) {

@@ -7,14 +7,12 @@
 #include <vector>
 
 #include "rensa/links/link.h"
-#include "rensa/optimizers/ada_delta.h"
 #include "rensa/optimizers/adagrad.h"
 #include "rensa/optimizers/adam.h"
-#include "rensa/optimizers/msvag.h"
 #include "rensa/optimizers/rmsprop.h"
 #include "rensa/optimizers/sgd.h"
-#include "rensa/optimizers/smorms3.h"
 #include "rensa/serializers/npz.h"
+#include "tests/unit/optimizers/ported_optimizers.h"
 #include "tests/unit/test_util.h"
 
 namespace rensa {
@@ -61,7 +59,7 @@ void load(O::Optimizer& opt, std::map<std::string, Array> values, bool strict = 
 using Factory = std::function<std::unique_ptr<O::Optimizer>()>;
 
 std::vector<std::pair<std::string, Factory>> factories() {
-  return {
+  std::vector<std::pair<std::string, Factory>> out = {
       {"SGD", [] { return std::make_unique<O::SGD>(0.1); }},
       {"MomentumSGD", [] { return std::make_unique<O::MomentumSGD>(0.1, 0.8); }},
       {"NesterovAG", [] { return std::make_unique<O::NesterovAG>(0.1, 0.8); }},
@@ -69,14 +67,9 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"AdamAmsgrad", [] { return std::make_unique<O::Adam>(0.01, 0.9, 0.99, 1e-8, 0.9, 0.0, true); }},
       {"RMSprop", [] { return std::make_unique<O::RMSprop>(0.01, 0.9); }},
       {"AdaGrad", [] { return std::make_unique<O::AdaGrad>(0.1); }},
-      {"AdaDelta", [] { return std::make_unique<O::AdaDelta>(0.9, 1e-4); }},
-      {"CorrectedMomentumSGD", [] { return std::make_unique<O::CorrectedMomentumSGD>(0.1, 0.8); }},
-      {"MSVAG", [] { return std::make_unique<O::MSVAG>(0.2, 0.8, 0.9, 0.01); }},
-      {"RMSpropGraves", [] { return std::make_unique<O::RMSpropGraves>(0.01, 0.9, 0.8, 1e-3); }},
-      {"SMORMS3", [] { return std::make_unique<O::SMORMS3>(0.05); }},
-      {"AdaBound", [] { return std::make_unique<O::AdaBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
-      {"AMSBound", [] { return std::make_unique<O::AMSBound>(0.01, 0.9, 0.99, 0.05, 0.1); }},
   };
+  for (auto& f : test::ported_optimizers()) out.push_back(std::move(f));
+  return out;
 }
 
 void expect_same_state(O::Optimizer& a, const Model& ma, O::Optimizer& b, const Model& mb, const std::string& what) {

@@ -88,6 +88,17 @@ TEST(TrainingRun, LinearClassifierLearnsSeparableData) {
   EXPECT_TRUE(std::filesystem::exists(dir / "log"));
 }
 
+// The bytes of each parameter of `link`, in order.
+std::vector<std::vector<unsigned char>> bytes_of_params(const rensa::Link& link) {
+  std::vector<std::vector<unsigned char>> out;
+  for (const auto& [path, p] : link.namedparams()) {
+    const rensa::Array a = p.array().contiguous();
+    const auto* b = static_cast<const unsigned char*>(a.raw_data());
+    out.emplace_back(b, b + a.nbytes());
+  }
+  return out;
+}
+
 // Everything one run needs, built the same way for the uninterrupted and the resumed run.
 struct RunSetup {
   std::shared_ptr<rensa::datasets::TupleDataset> data = separable(50, 3);
@@ -118,15 +129,7 @@ struct RunSetup {
                     {10, "iteration"});
   }
 
-  std::vector<std::vector<unsigned char>> param_bytes() const {
-    std::vector<std::vector<unsigned char>> out;
-    for (const auto& [path, p] : model->namedparams()) {
-      const rensa::Array a = p.array().contiguous();
-      const auto* b = static_cast<const unsigned char*>(a.raw_data());
-      out.emplace_back(b, b + a.nbytes());
-    }
-    return out;
-  }
+  std::vector<std::vector<unsigned char>> param_bytes() const { return bytes_of_params(*model); }
 };
 
 std::vector<Observation> without_time(std::vector<Observation> log) {
@@ -334,13 +337,7 @@ TEST(TrainingRun, TwoRunsGiveTheSameBits) {
     for (int step = 0; step < 4; ++step) {
       opt.update([&] { return rensa::functions::softmax_cross_entropy(net(rensa::Variable(x)), t); });
     }
-    std::vector<std::vector<unsigned char>> out;
-    for (const auto& [path, p] : net.namedparams()) {
-      const rensa::Array a = p.array().contiguous();
-      const auto* b = static_cast<const unsigned char*>(a.raw_data());
-      out.emplace_back(b, b + a.nbytes());
-    }
-    return out;
+    return bytes_of_params(net);
   };
   const auto first = run();
   const auto second = run();
