@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--count", count, "Augmented draws after the original")->check(CLI::Range(1, 1000));
   app.add_option("--size", size, "Side of each cell in pixels")->check(CLI::Range(8, 4096));
   app.add_option("--columns", columns, "Cells per row")->check(CLI::Range(1, 100));
-  app.add_option("--seed", seed, "Seed of the transforms' random streams");
+  run_flags::add_seed(app, seed, "Seed of the transforms' random streams");
   run_flags::guard_numbers(app);
   CLI11_PARSE(app, argc, argv);
   try {

@@ -64,6 +64,18 @@ inline void guard_numbers(CLI::App& app) {
   app.parse_complete_callback([&app] { check_numbers(app); });
 }
 
+/// Adds --seed: a whole number from 0 to 2^64 - 1 (a negative one would wrap around silently).
+inline CLI::Option* add_seed(CLI::App& app, uint64_t& seed, const std::string& help) {
+  return app.add_option("--seed", seed, help)
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.find_first_not_of("0123456789") == std::string::npos && !v.empty()
+                       ? std::string()
+                       : std::string("must be a whole number from 0 to 2^64 - 1");
+          },
+          "UINT64"));
+}
+
 /// Adds --resume, --keep-snapshots, --profile and --timeline, and guard_numbers.
 inline void add_flags(CLI::App& app, Flags& f) {
   guard_numbers(app);

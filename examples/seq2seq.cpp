@@ -179,10 +179,7 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", optimizer_spec,
                  "Optimizer and its hyperparameters, as ChainerMN's seq2seq: NAME(ARGS), positional in Chainer's "
                  "order, then key=value; e.g. 'adam(0.002, beta2=0.99)', 'rmspropgraves(lr=1e-3)', 'smorms3()'");
-  app.add_option("--seed", seed, "Seed of the data, initialization and shuffling")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
-          "UINT64"));
+  run_flags::add_seed(app, seed, "Seed of the data, initialization and shuffling");
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);

@@ -160,10 +160,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--gradclip", gradclip, "Clip the gradients' L2 norm to this")->check(CLI::PositiveNumber);
   app.add_option("--dropout", dropout, "Dropout ratio on each layer's input")->check(CLI::Range(0.0, 0.99));
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization and dropout")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
-          "UINT64"));
+  run_flags::add_seed(app, seed, "Seed of initialization and dropout");
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);

@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{50000}));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization and shuffling");
+  run_flags::add_seed(app, seed, "Seed of initialization and shuffling");
   run_flags::add_communicator(app, communicator);
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);

@@ -59,10 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batchsize", batchsize, "Examples per minibatch")->check(CLI::Range(1, 60000));
   app.add_option("-u,--unit", unit, "Units in the hidden fully connected layer (cnn)")->check(CLI::Range(1, 100000));
   app.add_option("-o,--out", out, "Directory for the log, plots and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.find('-') == std::string::npos ? "" : "must not be negative"; },
-          "UINT64"));
+  run_flags::add_seed(app, seed, "Seed of initialization, shuffling and augmentation");
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("--dataset-dir", dataset_dir, "Directory of MNIST-format IDX files (default: Fashion-MNIST)");
   app.add_option("--limit", limit, "Use only the first N training and test examples (0: all)")

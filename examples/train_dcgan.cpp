@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   app.add_option("-j,--loaderjob", loaderjob, "Loader threads (--image-dir)")->check(CLI::Range(1, 256));
   app.add_option("-t,--threads", threads, "Threads for the kernels")->check(CLI::Range(1, 1024));
   app.add_option("-o,--out", out, "Directory for the log, previews and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization, shuffling and the preview's z");
+  run_flags::add_seed(app, seed, "Seed of initialization, shuffling and the preview's z");
   run_flags::add_communicator(app, communicator);
   run_flags::Flags rf;
   run_flags::add_flags(app, rf);

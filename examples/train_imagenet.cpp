@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-unreadable", skip_unreadable, "Skip images that cannot be decoded (with a warning)");
   app.add_flag("--test", test, "Test mode: evaluate and log every 10 iterations");
   app.add_option("-o,--out", out, "Directory for the log and snapshots");
-  app.add_option("--seed", seed, "Seed of initialization, shuffling and augmentation");
+  run_flags::add_seed(app, seed, "Seed of initialization, shuffling and augmentation");
 #ifdef RENSA_WITH_MN
   std::string communicator;
   run_flags::add_communicator(app, communicator);

@@ -129,12 +129,23 @@ std::string cpu_description() {
   return out;
 }
 
+namespace {
+// RENSA_NATIVE_BF16: unset or empty, "1" (use the CPU's bf16 instructions when it has them) or "0"
+// (the float32 fallback); anything else ("off", "false") would silently read as on.
+bool native_bf16_disabled() {
+  const char* env = std::getenv("RENSA_NATIVE_BF16");
+  if (env == nullptr || *env == '\0') return false;
+  RENSA_CHECK(std::strcmp(env, "0") == 0 || std::strcmp(env, "1") == 0, ValueError, "RENSA_NATIVE_BF16: '", env,
+              "' is neither 1 (native bfloat16 kernels where the CPU has them) nor 0 (the float32 fallback)");
+  return env[0] == '0';
+}
+}  // namespace
+
 bool native_bf16() {
   static const bool native = [] {
+    const bool disabled = native_bf16_disabled();
     const CpuFeatures& f = cpu_features();
-    if (!f.avx512_bf16 && !f.amx_bf16) return false;
-    const char* env = std::getenv("RENSA_NATIVE_BF16");
-    return env == nullptr || std::strcmp(env, "0") != 0;
+    return (f.avx512_bf16 || f.amx_bf16) && !disabled;
   }();
   return native;
 }
@@ -147,9 +158,7 @@ std::string half_compute_path(Dtype dtype) {
       if (f.amx_bf16) isa += isa.empty() ? "AMX" : ", AMX";
       return "bfloat16: oneDNN bf16 kernels (" + isa + "), float32 accumulation";
     }
-    const char* env = std::getenv("RENSA_NATIVE_BF16");
-    const bool disabled =
-        env != nullptr && std::strcmp(env, "0") == 0 && (cpu_features().avx512_bf16 || cpu_features().amx_bf16);
+    const bool disabled = native_bf16_disabled() && (cpu_features().avx512_bf16 || cpu_features().amx_bf16);
     return std::string("bfloat16: float32 compute, rounded (") +
            (disabled ? "native bf16 disabled by RENSA_NATIVE_BF16=0" : "no native bf16 on this CPU") + ")";
   }
