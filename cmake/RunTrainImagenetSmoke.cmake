@@ -51,3 +51,11 @@ smoke_run(FALSE "${TRAIN_IMAGENET}" data/bad.txt data/val.txt --root data --crop
 if(NOT smoke_output MATCHES "bad.txt' line 2: expected \"path label\"")
   message(FATAL_ERROR "a bad pairs file must fail naming the line, got: ${smoke_output}")
 endif()
+
+# ChainerMN's other two networks, at their 224 x 224: two iterations each.
+smoke_run(TRUE "${MAKE_DATASET}" --out data224 --per-class 1 --val-per-class 1 --size 224)
+foreach(arch googlenetbn resnext50)
+  smoke_run(TRUE "${TRAIN_IMAGENET}" data224/train.txt data224/val.txt --root data224 --arch ${arch} --batchsize 2
+            --val-batchsize 2 --limit 4 --epoch 1 --loaderjob 1 --out ${arch})
+  smoke_expect_outputs(${arch} snapshot_iter_2)
+endforeach()

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   bool test = false, skip_unreadable = false;
   app.add_option("train", train_pairs, "Pairs file of the training images")->required()->check(CLI::ExistingFile);
   app.add_option("val", val_pairs, "Pairs file of the validation images")->required()->check(CLI::ExistingFile);
-  app.add_option("-a,--arch", arch, "Network")->check(CLI::IsMember({"alex", "nin", "googlenet", "resnet50"}));
+  app.add_option("-a,--arch", arch, "Network")->check(CLI::IsMember({"alex", "nin", "googlenet", "googlenetbn", "resnet50", "resnext50"}));
   app.add_option("-B,--batchsize", batchsize, "Training minibatch size (per rank)")->check(CLI::Range(1, 100000));
   app.add_option("-b,--val-batchsize", val_batchsize, "Validation minibatch size")->check(CLI::Range(1, 100000));
   app.add_option("-E,--epoch", epoch, "Number of epochs")->check(CLI::Range(1, 100000));
