@@ -27,62 +27,15 @@
 #include <vector>
 
 #include "rensa/serializers/npz.h"
+#include "tests/job_util.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
+using namespace job_util;
+
 constexpr int kRanks = 2;
-
-[[noreturn]] void fail(const std::string& why) {
-  std::cerr << "soak: FAILED: " << why << std::endl;
-  std::exit(1);
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Starts `argv` in a process group of its own with stdout and stderr into `log`.
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
-  const pid_t pid = fork();
-  if (pid < 0) fail("fork failed");
-  if (pid == 0) {
-    setpgid(0, 0);
-    const std::string path = log.string();
-    FILE* out = std::freopen(path.c_str(), "w", stdout);
-    if (out == nullptr || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits for the job; kills its group and fails after `limit_s`.
-int wait_job(pid_t pid, double limit_s, const fs::path& log) {
-  const double start = now_s();
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (now_s() - start > limit_s) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      fail("a job ran past " + std::to_string(limit_s) + " s:\n" + read_text(log));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-pid, SIGKILL);  // anything left in the group
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // The parent of process `pid`, or 0.
 pid_t parent_of(pid_t pid) {
@@ -155,20 +108,6 @@ std::vector<int64_t> complete_iterations(const fs::path& dir) {
     if (n == kRanks) out.push_back(it);
   }
   return out;
-}
-
-// Model and optimizer arrays of a snapshot (the rest holds times and logs).
-std::map<std::string, rensa::Array> state_of(const fs::path& file) {
-  std::map<std::string, rensa::Array> out;
-  for (auto& [key, a] : rensa::serializers::read_npz(file.string())) {
-    if (key.rfind("updater/model:main/", 0) == 0 || key.rfind("updater/optimizer:main/", 0) == 0) out[key] = a;
-  }
-  return out;
-}
-
-bool same_bits(const rensa::Array& a, const rensa::Array& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
 }
 
 }  // namespace
