@@ -110,8 +110,10 @@ void Snapshot::initialize(training::Trainer& trainer) {
 
 void Snapshot::operator()(training::Trainer& trainer) {
   if (options_.condition && !options_.condition()) return;
-  take(trainer, *options_.writer);
+  save(trainer);
 }
+
+void Snapshot::save(training::Trainer& trainer) { take(trainer, *options_.writer); }
 
 void Snapshot::take(training::Trainer& trainer, SnapshotWriter& writer) {
   const std::string path = path_for(trainer);
@@ -144,8 +146,7 @@ void Snapshot::take(training::Trainer& trainer, SnapshotWriter& writer) {
 
 void Snapshot::restore(training::Trainer& trainer) {
   if (!options_.autoload) return;
-  const std::filesystem::path pattern(filename_);
-  if (pattern.parent_path().string().find('{') != std::string::npos) return;
+  // A pattern with fields in its directory part is a ValueError here, not a silent "nothing found".
   if (const auto latest = find_latest_snapshot(filename_, trainer.out())) load(trainer, *latest);
 }
 
@@ -247,7 +248,7 @@ std::optional<std::string> find_latest_snapshot(const std::string& pattern, cons
 
 std::shared_ptr<StopOnSignal> stop_on_signal(std::shared_ptr<Snapshot> snapshot) {
   return std::make_shared<StopOnSignal>([snapshot](training::Trainer& trainer) {
-    (*snapshot)(trainer);
+    snapshot->save(trainer);
     return snapshot->path_for(trainer);
   });
 }

@@ -54,6 +54,8 @@ class Snapshot : public training::Extension {
 
   /// Takes the snapshot (unless the condition says no).
   void operator()(training::Trainer& trainer) override;
+  /// Takes the snapshot now, whatever the condition (what a stop on a signal writes).
+  void save(training::Trainer& trainer);
   /// autoload: loads the newest file of the pattern, if any.
   void restore(training::Trainer& trainer) override;
   /// Waits for the writer's pending writes.
@@ -78,7 +80,7 @@ class Snapshot : public training::Extension {
   const SnapshotOptions& options() const { return options_; }
 
  private:
-  void take(training::Trainer& trainer, SnapshotWriter& writer);
+  void take(training::Trainer& trainer, SnapshotWriter& writer);  // through `writer`
   void load(training::Trainer& trainer, const std::string& file) const;
 
   std::function<void(serializers::Serializer&)> target_;

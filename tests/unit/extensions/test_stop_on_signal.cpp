@@ -125,6 +125,32 @@ TEST(StopOnSignalDeathTest, ASecondSignalEndsTheProcess) {
       ::testing::KilledBySignal(SIGINT), "");
 }
 
+// Regression: a snapshot whose condition said no at the stop left no file where the message
+// pointed; a stop writes whatever the condition says, through the snapshot's writer.
+TEST(StopOnSignal, SavesDespiteTheSnapshotsCondition) {
+  TempDir dir("stop_condition");
+  FakeUpdater updater(4);
+  Trainer trainer(updater, {10, "iteration"}, dir.path());
+  auto snap = std::make_shared<E::Snapshot>(E::snapshot(
+      "snapshot_iter_{.updater.iteration}", {1, "epoch"},
+      {.condition = [] { return false; }, .writer = std::make_shared<E::ThreadQueueWriter>()}));
+  trainer.extend(snap);
+  trainer.extend(E::stop_on_signal(snap));
+  trainer.extend([](Trainer& t) {
+    if (t.updater().iteration() == 5) raise(SIGTERM);
+  });
+  std::optional<E::Interrupted> stopped;
+  try {
+    trainer.run();
+  } catch (const E::Interrupted& e) {
+    stopped = e;
+  }
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(stopped->snapshot_path(), dir / "snapshot_iter_5");
+  EXPECT_TRUE(fs::exists(dir / "snapshot_iter_5"));
+  EXPECT_FALSE(fs::exists(dir / "snapshot_iter_4"));  // the epoch's: the condition said no
+}
+
 TEST(Snapshot, RetainsTheNewestFilesOfTheDirectory) {
   TempDir dir("snapshot_retain");
   std::ofstream(dir / "snapshot_iter_1") << "an earlier run's";
