@@ -37,8 +37,8 @@ void BM_Snapshot(benchmark::State& state) {
   Counter updater;
   rensa::training::Trainer trainer(updater, {1, "iteration"}, dir.string());
   auto writer = std::make_shared<Writer>();
-  E::Snapshot snapshot = E::snapshot_object(model, "model_{.updater.iteration}.npz", {1, "iteration"},
-                                            {.writer = writer, .n_retains = 1});
+  E::Snapshot snapshot =
+      E::snapshot_object(model, "model_{.updater.iteration}.npz", {1, "iteration"}, {.writer = writer, .n_retains = 1});
   for (auto _ : state) {
     updater.update();
     snapshot(trainer);
