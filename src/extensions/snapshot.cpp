@@ -99,6 +99,7 @@ std::string Snapshot::path_for(const training::Trainer& trainer) const {
 }
 
 void Snapshot::initialize(training::Trainer& trainer) {
+  armed_ = true;
   // Files of this snapshot's pattern only; a pattern with fields in its directory part is left alone.
   const std::filesystem::path pattern(filename_);
   const std::string dir_part = pattern.parent_path().string();
@@ -166,7 +167,7 @@ void Snapshot::finalize(training::Trainer& trainer) {
 
 void Snapshot::on_error(training::Trainer& trainer, const std::exception_ptr& error) {
   (void)error;
-  if (!options_.snapshot_on_error) return;
+  if (!options_.snapshot_on_error || !armed_) return;
   SimpleWriter now;
   take(trainer, now);
 }

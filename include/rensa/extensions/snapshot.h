@@ -27,7 +27,9 @@ struct SnapshotOptions {
   /// How the file is written (null: SimpleWriter, before training goes on). ThreadWriter and
   /// ThreadQueueWriter write in the background; the trainer's end waits for them.
   std::shared_ptr<SnapshotWriter> writer{};
-  /// Also take a snapshot when the training loop throws (of the state at that moment).
+  /// Also take a snapshot when the training loop throws (of the state at that moment). Not when
+  /// the run fails while restoring (autoload) or before this extension initialized: the state may
+  /// be half loaded then, and the newest file must stay as it is.
   bool snapshot_on_error = false;
   /// > 0: keep only the newest n files of the pattern in the directory, as Chainer does (older
   /// ones, those of an earlier run included, are deleted after each write); -1 keeps all.
@@ -88,6 +90,7 @@ class Snapshot : public training::Extension {
   training::Trigger trigger_;
   SnapshotOptions options_;
   std::string default_name_;
+  bool armed_ = false;  // initialized: an error is the training's, and snapshot_on_error may write
 };
 
 /// Snapshots the whole trainer (updater with model, optimizer and iterator; triggers; extensions;

@@ -303,6 +303,16 @@ TEST(SnapshotOptions, SnapshotOnError) {
   rensa::test::expect_error<rensa::ValueError>([&] { s.trainer->run(); }, {"stop here"});
   ASSERT_TRUE(std::filesystem::exists(dir / "snapshot_iter_7"));
   EXPECT_EQ(rensa::serializers::read_npz(dir / "snapshot_iter_7").at("updater/iteration").item<int64_t>(), 7);
+
+  // An autoload that fails (a damaged newest file) is the run's error, and snapshot_on_error
+  // writes nothing: a snapshot of the fresh state (iteration 0) would be the newest file, and the
+  // next autoload would start over from it.
+  const std::string newest = dir / "snapshot_iter_9";
+  std::ofstream(newest) << "damaged";
+  RunSetup again(dir.path(), 30, {.snapshot_on_error = true, .autoload = true});
+  rensa::test::expect_error<rensa::IOError>([&] { again.trainer->run(); }, {"snapshot_iter_9"});
+  EXPECT_EQ(read_file(newest), "damaged");
+  EXPECT_FALSE(std::filesystem::exists(dir / "snapshot_iter_0"));
 }
 
 // snapshot_object with autoload loads the object itself.
