@@ -4,12 +4,15 @@
 // training_collectives.cpp and mean_grad_requests.cpp (the variants' algorithms are in variants/, their
 // table in variant.cpp).
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <map>
+#include <vector>
 
 #include "rensa/core/timeline.h"
 #include "rensa/mn/mpi.h"
@@ -41,13 +44,18 @@ Registry& registry() {
 }
 
 // Messages sent before a peer's exit barrier arrive before its barrier message (one path per peer),
-// so after the barrier a pending message is one that no recv will ever take.
+// so after the barrier a pending message is one that no recv will ever take. It is received here, so
+// that MPI_Finalize meets no unmatched message.
 std::string unreceived_message(MPI_Comm world, int rank, const std::string& name) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     int found = 0;
     MPI_Status status;
     if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, world, &found, &status) != MPI_SUCCESS) return "";
     if (found) {
+      int bytes = 0;
+      MPI_Get_count(&status, MPI_BYTE, &bytes);
+      std::vector<char> sink(static_cast<size_t>(std::max(bytes, 1)));
+      MPI_Recv(sink.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, world, MPI_STATUS_IGNORE);
       return rensa::detail::concat("rank ", status.MPI_SOURCE, " sent rank ", rank, " a message with tag ",
                                    status.MPI_TAG, " (", name, ") that rank ", rank,
                                    " never received: a send without its recv");
@@ -68,20 +76,38 @@ void finalize_at_exit() {
   static WaitSlot* slot = new WaitSlot();
   watch(slot);
   slot_begin(*slot, "MPI_Finalize at exit", registry().finalize_timeout_ns.load());
+  bool failed = false;
   if (registry().exit_world != MPI_COMM_NULL && MPI_Barrier(registry().exit_world) == MPI_SUCCESS) {
     // A send whose recv never came would otherwise vanish without a word.
-    std::lock_guard<std::mutex> lock(registry().mutex);
     std::string lost;
-    for (CommunicatorImpl* impl : registry().impls) {
-      if (lost.empty()) lost = impl->unreceived_at_exit();
+    {
+      std::lock_guard<std::mutex> lock(registry().mutex);
+      for (CommunicatorImpl* impl : registry().impls) {
+        if (lost.empty()) lost = impl->unreceived_at_exit();
+      }
+      for (const auto& r : registry().retired) {
+        if (lost.empty()) lost = unreceived_message(r.world, r.rank, r.name);
+      }
     }
-    for (const auto& r : registry().retired) {
-      if (lost.empty()) lost = unreceived_message(r.world, r.rank, r.name);
+    // Every rank learns of it and fails after a clean MPI_Finalize: an MPI_Abort from one rank while
+    // the others are inside MPI_Finalize can leave mpiexec waiting forever.
+    int here = lost.empty() ? 0 : 1, anywhere = 0;
+    if (MPI_Allreduce(&here, &anywhere, 1, MPI_INT, MPI_MAX, registry().exit_world) == MPI_SUCCESS) {
+      failed = anywhere != 0;
     }
-    if (!lost.empty()) abort_job(process_prefix() + "at exit: " + lost + "; aborting the job");
+    if (!lost.empty()) {
+      const std::string line = process_prefix() + "at exit: " + lost + "; the job fails\n";
+      std::fflush(stdout);
+      ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+      (void)ignored;
+    }
   }
   MPI_Finalize();
   slot_end(*slot);
+  if (failed) {
+    std::fflush(nullptr);
+    _exit(1);
+  }
 }
 
 // RENSA_MN_TIMEOUT (seconds), read once; 5 minutes when unset.
