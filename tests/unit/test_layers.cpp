@@ -31,8 +31,9 @@ struct Layer {
 const std::vector<Layer> kLayers = {
     // Array, Variable, autograd, Config, the reporter; the kernels behind the kernel tables.
     {"core", {"core", "backends"}},
-    // Function hooks (profilers) see functions through the core's hook interface.
-    {"functions", {"functions", "function_hooks"}},
+    // Function hooks (profilers) see functions through the core's hook interface; distributions are
+    // made of functions.
+    {"functions", {"functions", "function_hooks", "distributions"}},
     // Gradient checks of functions (library rensa::testing, linked by tests only).
     {"testing", {"testing"}},
     // Serialization, datasets and iterators need only the core; links and optimizers serialize,
