@@ -40,6 +40,18 @@ find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(RENSA_TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 find_package(PNG REQUIRED)
+# HDF5 (optional, Debian's libhdf5-dev): save_hdf5 / load_hdf5. Without it rensa builds and those
+# calls throw NotImplementedError saying so.
+option(RENSA_USE_HDF5 "Read and write HDF5 files (needs libhdf5-dev)" ON)
+if(RENSA_USE_HDF5)
+  pkg_check_modules(RENSA_HDF5 IMPORTED_TARGET hdf5)
+endif()
+if(RENSA_HDF5_FOUND)
+  message(STATUS "rensa: HDF5 ${RENSA_HDF5_VERSION}: save_hdf5 and load_hdf5 are available")
+else()
+  message(STATUS "rensa: HDF5 not used (libhdf5-dev not found or RENSA_USE_HDF5=OFF): save_hdf5 and load_hdf5 "
+                 "will throw NotImplementedError")
+endif()
 # nlohmann-json (header-only, used privately): the training log.
 find_package(nlohmann_json 3 REQUIRED)
 

@@ -90,6 +90,7 @@
 #include "rensa/optimizers/scaling_rule.h"
 #include "rensa/optimizers/sgd.h"
 #include "rensa/optimizers/smorms3.h"
+#include "rensa/serializers/hdf5.h"
 #include "rensa/serializers/npz.h"
 #include "rensa/serializers/serializer.h"
 #include "rensa/training/batch_norm_statistics.h"

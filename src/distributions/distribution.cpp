@@ -137,9 +137,18 @@ Variable kl_divergence(const Distribution& d1, const Distribution& d2) {
                 d1.name(), " and ", d2.name(), " (register_kl adds one)");
     f = it->second;
   }
-  RENSA_CHECK(d1.batch_shape() == d2.batch_shape() && d1.event_shape() == d2.event_shape(), ShapeError,
-              "kl_divergence: ", d1.name(), " of batch shape ", d1.batch_shape(), " and event shape ", d1.event_shape(),
-              " against ", d2.name(), " of batch shape ", d2.batch_shape(), " and event shape ", d2.event_shape());
+  // Batch shapes broadcast (a batch of posteriors against one prior); events must agree.
+  bool fits = d1.event_shape() == d2.event_shape();
+  if (fits) {
+    try {
+      (void)broadcast_shapes(d1.batch_shape(), d2.batch_shape(), "kl_divergence");
+    } catch (const ShapeError&) {
+      fits = false;
+    }
+  }
+  RENSA_CHECK(fits, ShapeError, "kl_divergence: ", d1.name(), " of batch shape ", d1.batch_shape(), " and event shape ",
+              d1.event_shape(), " against ", d2.name(), " of batch shape ", d2.batch_shape(), " and event shape ",
+              d2.event_shape(), ": the event shapes must be equal and the batch shapes broadcast");
   return f(d1, d2);
 }
 

@@ -95,9 +95,10 @@ void DictionarySerializer::array(std::string_view key, Array& value) {
 
 // ---- DictionaryDeserializer --------------------------------------------------------------------
 
-DictionaryDeserializer::DictionaryDeserializer(std::map<std::string, Array> values, std::string file, bool strict)
+DictionaryDeserializer::DictionaryDeserializer(std::map<std::string, Array> values, const std::string& file, bool strict,
+                                               const std::string& op)
     : DictionaryDeserializer(std::make_shared<const std::map<std::string, Array>>(std::move(values)),
-                             std::make_shared<const std::string>(std::move(file)), std::string(), strict) {}
+                             std::make_shared<const std::string>(op + ": '" + file + "'"), std::string(), strict) {}
 
 DictionaryDeserializer::DictionaryDeserializer(std::shared_ptr<const std::map<std::string, Array>> values,
                                                std::shared_ptr<const std::string> file, std::string path, bool strict)
@@ -122,15 +123,16 @@ void DictionaryDeserializer::array(std::string_view key, Array& value) {
   const std::string full = path_ + std::string(strip_leading(key));
   const auto it = values_->find(full);
   if (it == values_->end()) {
-    RENSA_CHECK(!strict_, IOError, "load_npz: '", *file_, "': key '", full, "' not found");
+    RENSA_CHECK(!strict_, IOError, *file_, ": key '", full, "' not found");
     return;
   }
   const Array& stored = it->second;
+  if (stored.is_null()) return;  // stored as None (an uninitialized parameter): the target stays as it is
   if (value.is_null()) {
     value = stored;
     return;
   }
-  RENSA_CHECK(stored.shape() == value.shape(), IOError, "load_npz: '", *file_, "': key '", full, "' has shape ",
+  RENSA_CHECK(stored.shape() == value.shape(), IOError, *file_, ": key '", full, "' has shape ",
               stored.shape(), " in the file but the target has shape ", value.shape());
   // Copy into the target's memory (converting the dtype), so views of it and parameters alias on.
   value.assign(stored.device() == value.device() ? stored : stored.to(value.device()));

@@ -83,11 +83,12 @@ class Distribution {
   void check_x(const char* method, const Variable& x, Dtype dtype) const;
 };
 
-/// KL(d1 || d2) for two distributions of a registered pair of classes, of shape batch_shape.
+/// KL(d1 || d2) for two distributions of a registered pair of classes.
 /// Registered: each of the 17 families with itself, as Chainer (Bernoulli, Beta, Categorical,
 /// Dirichlet, Exponential, Gamma, Geometric, Gumbel, Independent, Laplace, LogNormal,
 /// MultivariateNormal, Normal, OneHotCategorical, Pareto, Poisson, Uniform). NotImplementedError
-/// naming both classes for any other pair; ShapeError when the batch shapes differ.
+/// naming both classes for any other pair; ShapeError unless the event shapes are equal and the
+/// batch shapes broadcast (the result has the broadcast batch shape).
 Variable kl_divergence(const Distribution& d1, const Distribution& d2);
 
 /// Cross entropy H(d1, d2) = entropy(d1) + KL(d1 || d2).

@@ -81,12 +81,14 @@ class DictionarySerializer final : public Serializer {
   std::map<std::string, std::unique_ptr<DictionarySerializer>, std::less<>> children_;
 };
 
-/// A Serializer that loads values from a map read from a file (loading). `file` names the source
-/// in error messages. With `strict` false, a missing key leaves the target unchanged instead of
-/// throwing.
+/// A Serializer that loads values from a map read from a file (loading). `op` and `file` name the
+/// call and the source in error messages ("load_npz: 'model.npz': key ..."). With `strict` false, a
+/// missing key leaves the target unchanged instead of throwing. A null array in the map (Chainer's
+/// None, as HDF5 files store an uninitialized parameter) leaves its target unchanged.
 class DictionaryDeserializer final : public Serializer {
  public:
-  DictionaryDeserializer(std::map<std::string, Array> values, std::string file, bool strict = true);
+  DictionaryDeserializer(std::map<std::string, Array> values, const std::string& file, bool strict = true,
+                         const std::string& op = "load_npz");
   bool is_loading() const override { return true; }
   Serializer& child(std::string_view name) override;
   /// Loads path() + key. A non-null `value` must have the stored shape (IOError naming the file,

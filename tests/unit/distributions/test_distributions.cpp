@@ -371,7 +371,9 @@ TEST(Distributions, DrawsHaveTheDistributionsMoments) {
       if (!std::isfinite(var[j])) continue;  // Pareto with alpha <= 2: the sample mean does not settle
       EXPECT_NEAR(m, mean[j], 6 * std::sqrt(var[j] / n) + 1e-12) << "mean of element " << j;
       // Pareto's fourth moment is infinite for alpha <= 4: its sample variance does not settle either.
-      if (c.name != "Pareto") EXPECT_NEAR(sample_var, var[j], 0.06 * var[j] + 1e-12) << "variance of element " << j;
+      if (c.name != "Pareto") {
+        EXPECT_NEAR(sample_var, var[j], 0.06 * var[j] + 1e-12) << "variance of element " << j;
+      }
     }
   }
 }
@@ -533,6 +535,15 @@ TEST(Distributions, BadInputGetsClearErrors) {
         D::kl_divergence(n, D::Normal(a64({0, 0}, {2}), a64({1, 1}, {2})));
       },
       "kl_divergence: Normal of batch shape (3,) and event shape () against Normal of batch shape (2,)");
+  // A batch against one distribution broadcasts, as in Chainer (a VAE's posteriors against its prior).
+  const D::Independent posterior(D::Normal(Array::zeros({4, 2}, Dtype::float64), Array::ones({4, 2}, Dtype::float64)),
+                                 1);
+  const D::Independent prior(D::Normal(Array::zeros({2}, Dtype::float64), Array::ones({2}, Dtype::float64)), 1);
+  EXPECT_EQ(D::kl_divergence(posterior, prior).shape(), (Shape{4}));
+  expect_error<ShapeError>(
+      [&] { D::kl_divergence(prior, D::Independent(D::Normal(v3(0, 0, 0), v3(1, 1, 1)), 1)); },
+      "kl_divergence: Independent of batch shape () and event shape (2,) against Independent of batch shape () and "
+      "event shape (3,): the event shapes must be equal");
   expect_error<NotImplementedError>([&] { D::kl_divergence(n, D::Laplace(v3(0, 0, 0), v3(1, 1, 1))); },
                                     "no KL divergence is registered between Normal and Laplace");
   expect_error<ShapeError>([&] { D::Dirichlet(Variable(Array::scalar(1.0, Dtype::float64))); },

@@ -1,0 +1,17 @@
+# Smoke test of examples/serialization: both files are written, listed and loaded into equal models.
+# Run by CTest with -DSERIALIZATION=<exe> -DWORK_DIR=<dir>.
+include(${CMAKE_CURRENT_LIST_DIR}/SmokeChecks.cmake)
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+smoke_run(TRUE "${SERIALIZATION}" --out result)
+smoke_expect_file(result/model.npz "the example did not write result/model.npz")
+if(NOT smoke_output MATCHES "l1/W\t: \\(100, 784\\)" OR NOT smoke_output MATCHES "persistent\t: \\(10, 10\\)")
+  message(FATAL_ERROR "the listing must show l1/W (100, 784) and persistent (10, 10), got: ${smoke_output}")
+endif()
+if(smoke_output MATCHES "built without HDF5")
+  return()
+endif()
+smoke_expect_file(result/model.h5 "the example did not write result/model.h5")
+if(NOT smoke_output MATCHES "result/model.h5 loaded!")
+  message(FATAL_ERROR "the example must load model.h5, got: ${smoke_output}")
+endif()
