@@ -39,8 +39,8 @@ std::pair<Array, Array> read_csv(const std::string& path) {
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
     if (!rows.empty() && cells.size() != rows[0].size()) {
-      throw rensa::IOError(rensa::detail::concat("glance: ", path, ":", line_no, ": ", cells.size(),
-                                                 " columns where the first row has ", rows[0].size()));
+      throw rensa::IOError("glance: " + path + ":" + std::to_string(line_no) + ": " + std::to_string(cells.size()) +
+                           " columns where the first row has " + std::to_string(rows[0].size()));
     }
     rows.push_back(std::move(cells));
   }
@@ -62,8 +62,8 @@ std::pair<Array, Array> read_csv(const std::string& path) {
       }
     }
     if (c == 0 && values.size() != 2) {
-      throw rensa::IOError(rensa::detail::concat("glance: ", path, ": the label column has ", values.size(),
-                                                 " values; it must have 2 (edible, poisonous)"));
+      throw rensa::IOError("glance: " + path + ": the label column has " + std::to_string(values.size()) +
+                           " values; it must have 2 (edible, poisonous)");
     }
   }
   return {Array::from_vector(x, {static_cast<int64_t>(n), static_cast<int64_t>(cols - 1)}),
