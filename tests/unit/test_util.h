@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "rensa/rensa.h"
@@ -78,6 +80,14 @@ void expect_error(Fn&& fn, const std::vector<std::string>& parts) {
   } catch (const std::exception& e) {
     ADD_FAILURE() << "wrong exception type: " << e.what();
   }
+}
+
+/// Expects `fn` to throw E with a message containing `part` (a string; a braced list of several
+/// picks the overload above, as `part`'s type is deduced).
+template <class E, class Fn, class S>
+  requires std::is_convertible_v<const S&, std::string>
+void expect_error(Fn&& fn, const S& part) {
+  expect_error<E>(std::forward<Fn>(fn), std::vector<std::string>{std::string(part)});
 }
 
 }  // namespace rensa::test

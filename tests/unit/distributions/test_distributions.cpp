@@ -9,12 +9,14 @@
 #include "rensa/rensa.h"
 #include "rensa/testing/gradient_check.h"
 #include "tests/unit/distributions/chainer_values.h"
+#include "tests/unit/test_util.h"
 
 namespace rensa {
 namespace {
 
 namespace D = rensa::distributions;
 namespace F = rensa::functions;
+using rensa::test::expect_error;
 using rensa::testing_values::kChainer;
 
 Array a64(const std::vector<double>& v, const Shape& shape) {
@@ -477,16 +479,6 @@ TEST(Distributions, RegisterKl) {
       NotImplementedError);
   D::register_kl<Shifted, D::Normal>([](const Shifted& a, const D::Normal& b) { return a.loc() - b.loc() + 7.0; });
   EXPECT_EQ(D::kl_divergence(s, n).array().to_vector<double>(), (std::vector<double>{7, 7, 7}));
-}
-
-template <class E>
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one saying: " << part;
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
 }
 
 TEST(Distributions, BadInputGetsClearErrors) {

@@ -39,16 +39,6 @@ void expect_same_state(Link& a, Link& b) {
   }
 }
 
-template <class E>
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one saying: " << part;
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
-
 TEST(Hdf5, WithoutTheLibraryEveryCallSaysSo) {
   if (S::hdf5_available()) GTEST_SKIP() << "built with HDF5";
   expect_error<NotImplementedError>([] { S::read_hdf5("x.h5"); }, "built without HDF5 support");
