@@ -79,11 +79,29 @@ std::string hdf5_message() {
   return message.empty() ? "unknown HDF5 error" : message;
 }
 
-// HDF5 prints every failure to stderr unless told not to; rensa reports them in its errors instead.
-void quiet_library() {
-  static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
-}
+// Debian's libhdf5 is the serial build, not safe to call from two threads at once (a background
+// snapshot writer and the training loop, say): every use in rensa holds this lock. While it is held,
+// the library's printing of failures to stderr is off (rensa reports them in its errors) and restored
+// after, for any other user of HDF5 in the process.
+class LibraryLock {
+ public:
+  LibraryLock() : lock_(mutex()) {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~LibraryLock() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  LibraryLock(const LibraryLock&) = delete;
+  LibraryLock& operator=(const LibraryLock&) = delete;
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  std::lock_guard<std::mutex> lock_;
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
 
 // IEEE half precision, little-endian: HDF5 1.10 predefines no such type (h5py builds the same one).
 hid_t half_type() {
@@ -267,24 +285,26 @@ herr_t visit(hid_t group, const char* name, const H5L_info_t* info, void* data) 
 void write_hdf5(const std::string& path, const std::map<std::string, Array>& arrays, int compression) {
   RENSA_CHECK(compression >= 0 && compression <= 9, ValueError, "write_hdf5: ", path,
               ": compression must be a gzip level 0..9, got ", compression);
-  quiet_library();
   for (const auto& [name, a] : arrays) {
     RENSA_CHECK(!name.empty() && name != "/", ValueError, "write_hdf5: ", path, ": an array has an empty name");
   }
   // The file is built in memory (the core driver, no backing store), then written atomically.
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
   std::vector<char> image;
   {
-    Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-    RENSA_CHECK(file.ok(), IOError, "write_hdf5: ", path, ": ", hdf5_message());
-    for (const auto& [name, a] : arrays) write_dataset(file.get(), path, name, a, compression);
-    H5Fflush(file.get(), H5F_SCOPE_GLOBAL);
-    const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
-    RENSA_CHECK(size > 0, IOError, "write_hdf5: ", path, ": ", hdf5_message());
-    image.resize(static_cast<std::size_t>(size));
-    RENSA_CHECK(H5Fget_file_image(file.get(), image.data(), image.size()) == size, IOError, "write_hdf5: ", path, ": ",
-                hdf5_message());
+    LibraryLock library;
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+    {
+      Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+      RENSA_CHECK(file.ok(), IOError, "write_hdf5: ", path, ": ", hdf5_message());
+      for (const auto& [name, a] : arrays) write_dataset(file.get(), path, name, a, compression);
+      H5Fflush(file.get(), H5F_SCOPE_GLOBAL);
+      const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+      RENSA_CHECK(size > 0, IOError, "write_hdf5: ", path, ": ", hdf5_message());
+      image.resize(static_cast<std::size_t>(size));
+      RENSA_CHECK(H5Fget_file_image(file.get(), image.data(), image.size()) == size, IOError, "write_hdf5: ", path,
+                  ": ", hdf5_message());
+    }
   }
   detail::AtomicFileWriter writer(path, "write_hdf5");
   writer.write(image.data(), image.size());
@@ -292,10 +312,10 @@ void write_hdf5(const std::string& path, const std::map<std::string, Array>& arr
 }
 
 std::map<std::string, Array> read_hdf5(const std::string& path) {
-  quiet_library();
   std::error_code ec;
   RENSA_CHECK(std::filesystem::is_regular_file(path, ec), IOError, "read_hdf5: ", path, ": ",
               std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
+  LibraryLock library;
   RENSA_CHECK(H5Fis_hdf5(path.c_str()) > 0, IOError, "read_hdf5: ", path, ": not an HDF5 file");
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   RENSA_CHECK(file.ok(), IOError, "read_hdf5: ", path, ": ", hdf5_message());

@@ -3,8 +3,10 @@
 // Chainer's None, atomic writes and the errors of bad files.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "rensa/serializers/hdf5.h"
 #include "tests/unit/serializers/npz_test_util.h"
@@ -125,6 +127,26 @@ TEST_F(Hdf5Test, SavedModelLoadsBack) {
   S::save_hdf5(dir.file("net.h5"), a);
   S::load_hdf5(dir.file("net.h5"), b);
   expect_same_state(a, b);
+}
+
+TEST_F(Hdf5Test, CallsFromSeveralThreadsAtOnce) {
+  // Debian's libhdf5 is not thread-safe; rensa serializes its calls (a background snapshot writer
+  // and the training loop may both use it).
+  TempDir dir;
+  const std::map<std::string, Array> arrays{{"a/b", randn({64, 64}, Dtype::float32)}, {"c", Array::ones({3})}};
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string path = dir.file("t" + std::to_string(t) + ".h5");
+        S::write_hdf5(path, arrays);
+        if (array_equal(S::read_hdf5(path).at("a/b"), arrays.at("a/b"))) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok.load(), 40);
 }
 
 // A Python 3 with h5py, or "".
