@@ -1,8 +1,12 @@
-# Smoke test of examples/serialization: both files are written, listed and loaded into equal models.
-# Run by CTest with -DSERIALIZATION=<exe> -DWORK_DIR=<dir>.
+# Smoke test of examples/serialization: both files are written, listed and loaded into equal models;
+# a bad seed fails naming the flag. Run by CTest with -DSERIALIZATION=<exe> -DWORK_DIR=<dir>.
 include(${CMAKE_CURRENT_LIST_DIR}/SmokeChecks.cmake)
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
+smoke_run(FALSE "${SERIALIZATION}" --seed=-1)
+if(NOT smoke_output MATCHES "--seed: .*must be a whole number")
+  message(FATAL_ERROR "--seed=-1 must fail naming the flag, got: ${smoke_output}")
+endif()
 smoke_run(TRUE "${SERIALIZATION}" --out result)
 smoke_expect_file(result/model.npz "the example did not write result/model.npz")
 if(NOT smoke_output MATCHES "l1/W\t: \\(100, 784\\)" OR NOT smoke_output MATCHES "persistent\t: \\(10, 10\\)")

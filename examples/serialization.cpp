@@ -9,6 +9,7 @@
 
 #include "rensa/rensa.h"
 #include "rensa/training.h"
+#include "run_flags.h"
 
 namespace F = rensa::functions;
 namespace L = rensa::links;
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   std::string out = "result/serialization";
   uint64_t seed = 0;
   app.add_option("-o,--out", out, "Directory for model.npz and model.h5");
-  app.add_option("--seed", seed, "Seed of the initial parameters");
+  run_flags::add_seed(app, seed, "Seed of the initial parameters");
   CLI11_PARSE(app, argc, argv);
   try {
     rensa::seed(seed);
