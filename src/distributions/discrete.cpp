@@ -205,8 +205,8 @@ Poisson::Poisson(const Variable& lam) {
 
 Variable Poisson::log_prob(const Variable& x) const {
   RENSA_CHECK(!x.is_null(), ValueError, "Poisson.log_prob: x is a null Variable");
-  check_x("log_prob", constant_x(x, lam_.dtype()), lam_.dtype());
-  const Variable xc = constant_x(x, lam_.dtype());
+  const Variable xc = constant_x(x, lam_.dtype());  // any dtype is taken: the check is of the shape
+  check_x("log_prob", xc, lam_.dtype());
   return xc * log_lam_ - F::lgamma(xc + 1.0) - lam_;
 }
 
