@@ -166,21 +166,33 @@ void png_begin(PngImage& png, const unsigned char* p, std::size_t n, const std::
   }
 }
 
-Pixels decode_png(const unsigned char* p, std::size_t n, const std::string& name) {
+Pixels decode_png(const unsigned char* p, std::size_t n, const std::string& name, bool indices) {
   PngImage png;
   png_begin(png, p, n, name);
   Pixels px;
   px.height = png.image.height;
   px.width = png.image.width;
   px.channels = png_channels(png.image.format);
-  // 8 bits per channel, as stored (palette expanded); conversions are ours, as for JPEG.
-  png.image.format = (png.image.format & (PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA));
+  // A palette image read into a color-mapped format with alpha keeps its indices (libpng maps
+  // palette entry i to colormap entry i); any other image would be quantized, so it is refused.
+  std::vector<unsigned char> colormap;
+  if (indices) {
+    RENSA_CHECK((png.image.format & PNG_FORMAT_FLAG_COLORMAP) != 0, IOError, name,
+                ": ImageColor::palette needs a palette PNG; this one stores ", px.channels, " channel",
+                px.channels == 1 ? "" : "s", " per pixel without a palette");
+    px.channels = 1;
+    png.image.format = PNG_FORMAT_RGBA_COLORMAP;
+    colormap.resize(PNG_IMAGE_MAXIMUM_COLORMAP_COMPONENTS(PNG_FORMAT_RGBA_COLORMAP) * 256);
+  } else {
+    // 8 bits per channel, as stored (palette expanded); conversions are ours, as for JPEG.
+    png.image.format = (png.image.format & (PNG_FORMAT_FLAG_COLOR | PNG_FORMAT_FLAG_ALPHA));
+  }
   const uint64_t bytes = static_cast<uint64_t>(px.height) * static_cast<uint64_t>(px.width) *
                          static_cast<uint64_t>(px.channels);
   RENSA_CHECK(bytes <= (uint64_t{1} << 34), IOError, name, ": PNG of ", px.width, " x ", px.height,
               " pixels is too large to decode");
   px.data.resize(static_cast<std::size_t>(bytes));
-  if (png_image_finish_read(&png.image, nullptr, px.data.data(), 0, nullptr) == 0) {
+  if (png_image_finish_read(&png.image, nullptr, px.data.data(), 0, indices ? colormap.data() : nullptr) == 0) {
     RENSA_THROW(IOError, name, ": corrupt or truncated PNG (libpng: ", png.image.message, ")");
   }
   return px;
@@ -267,9 +279,11 @@ Array decode_image(const void* data, std::size_t size, const std::string& name, 
   const auto* p = static_cast<const unsigned char*>(data);
   Pixels px;
   if (is_jpeg(p, size)) {
+    RENSA_CHECK(options.color != ImageColor::palette, IOError, name,
+                ": a JPEG has no palette (ImageColor::palette reads a palette PNG's indices)");
     px = decode_jpeg(p, size, name, options);
   } else if (is_png(p, size)) {
-    px = decode_png(p, size, name);
+    px = decode_png(p, size, name, options.color == ImageColor::palette);
   } else {
     RENSA_THROW(IOError, name, ": not a JPEG or PNG file (", first_bytes(p, size), ")");
   }

@@ -20,6 +20,9 @@ enum class ImageColor {
   gray,
   /// 3 channels, R G B (gray repeated; alpha dropped).
   rgb,
+  /// 1 channel: a palette PNG's color indices as stored, not the colors (PIL's mode "P"; label
+  /// maps such as the CMP facades' are stored so). IOError for a JPEG or a PNG without a palette.
+  palette,
 };
 
 /// Options of decode_image and read_image.

@@ -90,6 +90,24 @@ TEST(ImageIo, ColorModes) {
   (void)px;
 }
 
+TEST(ImageIo, PaletteIndicesAsPilGivesThem) {
+  // Values from PIL 9.4 (numpy.asarray(Image.open(f)), mode "P"). palette4.png: 4 bits per pixel,
+  // entry 7 the same colour as entry 3, entry 2 transparent; the indices must stay apart.
+  const Array small = read_image(fixture("palette4.png"), {.dtype = Dtype::uint8, .color = ImageColor::palette});
+  EXPECT_EQ(small.shape(), (Shape{1, 6, 10}));
+  EXPECT_EQ(first_hwc(small, 12), (std::vector<int64_t>{3, 6, 6, 0, 9, 8, 4, 7, 11, 0, 0, 7}));
+  EXPECT_EQ(pixel_sum(small), 316);
+  const Array big = read_image(fixture("palette.png"), {.color = ImageColor::palette});
+  EXPECT_EQ(big.dtype(), Dtype::float32);
+  EXPECT_EQ(first_hwc(big, 6), (std::vector<int64_t>{19, 214, 145, 39, 158, 143}));
+  EXPECT_EQ(pixel_sum(big), 22749);
+  // Without a palette there are no indices to give.
+  expect_error<IOError>([&] { read_image(fixture("rgb.png"), {.color = ImageColor::palette}); },
+                        {"rgb.png", "palette PNG", "3 channels"});
+  expect_error<IOError>([&] { read_image(fixture("rgb.jpg"), {.color = ImageColor::palette}); },
+                        {"rgb.jpg", "JPEG has no palette"});
+}
+
 TEST(ImageIo, RoundTripsAndReducedSizeDecoding) {
   test::TempDir dir;
   // A smooth 3 x 64 x 96 image survives PNG exactly and JPEG closely.
