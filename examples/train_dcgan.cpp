@@ -163,7 +163,8 @@ void write_preview(Generator& gen, const std::string& out, int64_t iteration, ui
   auto test_mode = rensa::using_config("train", false);
   auto no_backprop = rensa::no_backprop_mode();
   rensa::Generator g(seed);
-  const Array x = gen(Variable(gen.make_hidden(rows * cols, &g))).array();  // (rows*cols, 3, 32, 32)
+  // (rows*cols, 3, 32, 32); a convolution's output may be channels-last, and the loop reads NCHW.
+  const Array x = gen(Variable(gen.make_hidden(rows * cols, &g))).array().contiguous();
   const int64_t h = x.shape()[2], wd = x.shape()[3];
   Array grid = Array::empty({3, rows * h, cols * wd}, rensa::Dtype::float32);
   const float* src = x.data<float>();

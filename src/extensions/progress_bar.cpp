@@ -26,9 +26,10 @@ std::string bar(double rate, int length) {
   return out;
 }
 
-std::string percent(double rate) {
+// Padded to line up under the bars; the one-line form (a file, a pipe) takes it unpadded.
+std::string percent(double rate, bool padded = true) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%6.2f%%", rate * 100.0);
+  std::snprintf(buf, sizeof buf, padded ? "%6.2f%%" : "%.2f%%", rate * 100.0);
   return buf;
 }
 
@@ -126,8 +127,12 @@ void ProgressBar::operator()(training::Trainer& trainer) {
     std::snprintf(status, sizeof status, "iteration %lld, epoch %lld", static_cast<long long>(iteration),
                   static_cast<long long>(updater.epoch()));
     std::string line = std::string(status).append(length_text).append(":");
-    if (rate.has_value()) line.append(" total").append(percent(*rate)).append(",");
-    line.append(" this epoch").append(percent(epoch_rate)).append(", ").append(format_number(speed_it)).append(" iters/sec");
+    if (rate.has_value()) line.append(" total ").append(percent(*rate, false)).append(",");
+    line.append(" this epoch ")
+        .append(percent(epoch_rate, false))
+        .append(", ")
+        .append(format_number(speed_it))
+        .append(" iters/sec");
     if (rate.has_value()) line.append(", estimated time to finish: ").append(duration(eta));
     out << line << '\n';
   }

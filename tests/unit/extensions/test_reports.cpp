@@ -230,7 +230,7 @@ TEST(ProgressBar, PlainLinesWhenNotATerminal) {
   for (std::string line; std::getline(is, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("iteration 2, epoch 0 / 2 epochs: total 25.00%, this epoch 50.00%, ", 0), 0u) << lines[0];
-  EXPECT_EQ(lines[3].rfind("iteration 8, epoch 2 / 2 epochs: total100.00%, this epoch  0.00%, ", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[3].rfind("iteration 8, epoch 2 / 2 epochs: total 100.00%, this epoch 0.00%, ", 0), 0u) << lines[3];
   EXPECT_NE(lines[1].find("iters/sec, estimated time to finish: "), std::string::npos) << lines[1];
 }
 
