@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
     rensa::Shape shape;
     int64_t count = 0;
     const bool progress = ::isatty(2) != 0;  // no carriage returns in logs
-    while (auto batch = it.next_arrays()) {
-      if (batch->empty()) break;
+    while (true) {
+      const auto batch = it.next_arrays();
+      if (!batch || batch->empty()) break;
       const rensa::Array& x = batch->at(0);  // (B, C, H, W) uint8: stacking checked every shape
       if (count == 0) {
         shape = rensa::Shape{x.shape()[1], x.shape()[2], x.shape()[3]};

@@ -27,7 +27,7 @@ struct ImagenetModel : rensa::Chain {
   /// The loss to minimize (the scores' softmax cross entropy unless the model says otherwise).
   virtual Variable loss(const Variable& x, const Variable& t) {
     const Variable h = scores(x);
-    const Variable loss = F::softmax_cross_entropy(h, t.array());
+    Variable loss = F::softmax_cross_entropy(h, t.array());
     rensa::report({{"loss", loss.array().item<double>()}, {"accuracy", F::accuracy(h, t.array()).array().item<double>()}},
                   this);
     return loss;
@@ -92,7 +92,7 @@ struct GoogLeNetModel : ImagenetModel {
     const Variable l1 = F::softmax_cross_entropy(out.at("loss1_fc2"), t.array());
     const Variable l2 = F::softmax_cross_entropy(out.at("loss2_fc2"), t.array());
     const Variable l3 = F::softmax_cross_entropy(out.at("loss3_fc"), t.array());
-    const Variable loss = 0.3 * (l1 + l2) + l3;
+    Variable loss = 0.3 * (l1 + l2) + l3;
     rensa::report({{"loss", loss.array().item<double>()},
                    {"accuracy", F::accuracy(out.at("loss3_fc"), t.array()).array().item<double>()}},
                   this);
@@ -162,7 +162,7 @@ struct GoogLeNetBN : ImagenetModel {
     const auto s = all_scores(x);
     const Variable loss1 = F::softmax_cross_entropy(s[0], t.array()), loss2 = F::softmax_cross_entropy(s[1], t.array()),
                    loss3 = F::softmax_cross_entropy(s[2], t.array());
-    const Variable loss = 0.3 * (loss1 + loss2) + loss3;
+    Variable loss = 0.3 * (loss1 + loss2) + loss3;
     rensa::report({{"loss", loss.array().item<double>()},
                    {"loss1", loss1.array().item<double>()},
                    {"loss2", loss2.array().item<double>()},

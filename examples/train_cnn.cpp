@@ -37,11 +37,8 @@
 #include "rensa/mn.h"
 #endif
 
-namespace F = rensa::functions;
 namespace L = rensa::links;
 namespace E = rensa::extensions;
-namespace I = rensa::initializers;
-using rensa::Variable;
 
 using rensa_examples::CNN;
 using rensa_examples::ResNet;

@@ -25,7 +25,6 @@
 #include "rensa/training.h"
 #include "run_flags.h"
 
-namespace F = rensa::functions;
 namespace L = rensa::links;
 namespace E = rensa::extensions;
 

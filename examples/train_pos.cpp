@@ -142,7 +142,7 @@ struct CRF : rensa::Chain {
     const std::vector<Variable> hs = F::split_axis(feature(F::concat(xs, 0)), ends, 0);
     std::vector<Array> ys;
     for (size_t i = 0; i < b; ++i) ys.push_back(inputs[b + i].array());
-    const Variable loss = crf.forward(hs, ys, "mean", true);
+    Variable loss = crf.forward(hs, ys, "mean", true);
     rensa::report("loss", loss, this);
     const std::vector<Array> predict = crf.argmax(hs, true).second;
     double correct = 0, total = 0;

@@ -181,7 +181,7 @@ struct RecursiveNet : rensa::Chain {
     }
     const Variable y = w(F::concat(nodes, 0));
     const Array t = Array::from_vector(labels);
-    const Variable loss = F::sum(F::softmax_cross_entropy(y, t, {.reduce = "no"}));
+    Variable loss = F::sum(F::softmax_cross_entropy(y, t, {.reduce = "no"}));
     const std::vector<float> scores = y.array().astype(rensa::Dtype::float32).to_vector<float>();
     const int64_t n_label = y.shape()[1];
     std::vector<bool> correct(labels.size());
@@ -199,7 +199,7 @@ struct RecursiveNet : rensa::Chain {
   // correct roots per tree: the evaluator's mean over trees of these keeps their ratios exact.
   Variable forward(const std::vector<Variable>& trees) override {
     Counts c;
-    const Variable loss_value = loss(trees, c);
+    Variable loss_value = loss(trees, c);
     const double n = static_cast<double>(trees.size());
     rensa::report("loss", loss_value, this);
     rensa::report({{"correct", static_cast<double>(c.correct) / n},

@@ -299,7 +299,7 @@ struct TextClassifier : rensa::Chain {
       ys.push_back(inputs[inputs.size() / 2 + i].array().astype(rensa::Dtype::int32).item<int32_t>());
     }
     const Variable y = predict(xs);
-    const Variable loss = F::softmax_cross_entropy(y, Array::from_vector(ys));
+    Variable loss = F::softmax_cross_entropy(y, Array::from_vector(ys));
     rensa::report("loss", loss, this);
     rensa::report("accuracy", F::accuracy(y, Array::from_vector(ys)), this);
     return loss;

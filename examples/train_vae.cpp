@@ -94,7 +94,7 @@ struct AvgELBOLoss : rensa::Chain {
     for (int64_t d : x.shape()) kx.push_back(d);
     const Variable reconstr = F::mean(decoder.decode(z).log_prob(F::broadcast_to(x, kx)));
     const Variable kl_penalty = F::mean(D::kl_divergence(q_z, prior()));
-    const Variable loss = -(reconstr - beta * kl_penalty);
+    Variable loss = -(reconstr - beta * kl_penalty);
     rensa::report("loss", loss, this);
     rensa::report("reconstr", reconstr, this);
     rensa::report("kl_penalty", kl_penalty, this);

@@ -49,7 +49,7 @@ class AccumulatingUpdater : public rensa::training::StandardUpdater {
     opt.target()->cleargrads();
     for (int k = 0; k < steps_; ++k) {
       std::vector<Variable> inputs;
-      for (const rensa::Array& a : converter()(*it.next(), device())) inputs.emplace_back(a);
+      for (const rensa::Array& a : converter()(it.next().value(), device())) inputs.emplace_back(a);
       F::mul(opt.target()->forward(inputs), 1.0 / steps_).backward();
     }
     opt.update();  // the summed gradients (averaged over ranks first by the multi-node optimizer)

@@ -17,7 +17,6 @@
 namespace rensa {
 namespace {
 
-using detail::VariableImpl;
 using detail::VariableNode;
 
 std::atomic<uint64_t> g_epoch{0};
@@ -201,11 +200,9 @@ class Engine {
   void accumulate(const std::shared_ptr<VariableNode>& n, Variable g) {
     touch(n);
     if (g.is_null()) return;
-    if (!n->grad_acc) {
-      n->grad_acc = g.impl();
-      return;
-    }
-    n->grad_acc = add_grads(Variable(std::move(n->grad_acc)), g).impl();
+    // g is taken over (moved from process's gxs), so that the caller's copy is released here.
+    const Variable sum = n->grad_acc ? add_grads(Variable(std::move(n->grad_acc)), g) : std::move(g);
+    n->grad_acc = sum.impl();
   }
 
   // The vertex's gradient is complete: deliver it (leaf), capture it, or keep it (retain_grad).
@@ -286,7 +283,7 @@ class Engine {
     }
     for (std::size_t i = 0; i < ins.size(); ++i) {
       if (!targets[i]) continue;
-      const std::shared_ptr<VariableNode> in = ins[i];
+      const std::shared_ptr<VariableNode>& in = ins[i];  // f holds it until f->release() below
       if (any && !gxs[i].is_null()) {
         RENSA_CHECK(gxs[i].shape() == in->shape && gxs[i].dtype() == in->dtype, ShapeError, "backward of '", f->label(),
                     "' returned a gradient of ", gxs[i].shape(), " ", gxs[i].dtype(), " for input ", i, " of ",

@@ -139,7 +139,7 @@ Variable NodeBuilder::link_output(const std::shared_ptr<FunctionNode>& node, Arr
   return out;
 }
 
-std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
+std::vector<Variable> NodeBuilder::connect(const std::shared_ptr<FunctionNode>& node, std::span<const Variable> inputs,
                                            std::vector<Array> outputs, bool retain_outputs) {
   link_inputs(*node, inputs);
   if (retain_outputs) node->retained_outputs_ = outputs;
@@ -154,8 +154,8 @@ std::vector<Variable> NodeBuilder::connect(std::shared_ptr<FunctionNode> node, s
   return result;
 }
 
-Variable NodeBuilder::connect1(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs, Array output,
-                               bool retain_output) {
+Variable NodeBuilder::connect1(const std::shared_ptr<FunctionNode>& node, std::span<const Variable> inputs,
+                               Array output, bool retain_output) {
   link_inputs(*node, inputs);
   if (retain_output) node->retained_outputs_.assign(1, output);
   node->outputs_.reserve(1);

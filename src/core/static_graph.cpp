@@ -265,7 +265,7 @@ struct StaticGraph::Impl {
     } else {
       auto node = std::make_shared<StaticNode>(s);
       FunctionNode* raw = node.get();
-      result = detail::NodeBuilder::connect(std::move(node), node_inputs, std::move(outs), false);
+      result = detail::NodeBuilder::connect(node, node_inputs, std::move(outs), false);
       if (detail::forward_observed()) [[unlikely]]
         detail::forward_recorded(s->name.c_str(), inputs, result, raw);
     }

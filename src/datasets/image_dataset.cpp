@@ -311,7 +311,7 @@ LabeledZippedImageDataset::LabeledZippedImageDataset(const std::string& zip_path
                                                      ImageDatasetOptions options)
     : ImageSource(options),
       zip_path_(zip_path),
-      images_(std::make_shared<ZippedImageDataset>(zip_path, options)),
+      images_(std::make_shared<ZippedImageDataset>(zip_path, std::move(options))),  // ImageSource copied it first
       pairs_(std::move(pairs)) {
   check_options("LabeledZippedImageDataset", this->options());
 }
@@ -339,7 +339,7 @@ std::optional<std::string> LabeledZippedImageDataset::encode_subset(const std::v
 }
 
 MultiZippedImageDataset::MultiZippedImageDataset(const std::vector<std::string>& zip_paths,
-                                                 ImageDatasetOptions options) {
+                                                 const ImageDatasetOptions& options) {
   offsets_.push_back(0);
   for (const std::string& p : zip_paths) {
     parts_.push_back(std::make_shared<ZippedImageDataset>(p, options));

@@ -159,6 +159,7 @@ Array Resize::apply(const Array& image) const {
     oh = (*options_.size)[0];
     ow = (*options_.size)[1];
   } else {
+    RENSA_CHECK(options_.shorter_side.has_value(), ValueError, "Resize: neither size nor shorter_side is set");
     const int64_t s = *options_.shorter_side;
     // As torchvision: the shorter side becomes s, the longer int(s * long / short).
     if (h <= w) {

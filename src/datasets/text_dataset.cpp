@@ -24,7 +24,7 @@ std::vector<uint64_t> line_bounds(const std::string& bytes) {
 
 }  // namespace
 
-TextDataset::TextDataset(std::vector<std::string> paths, TextDatasetOptions options) : paths_(std::move(paths)) {
+TextDataset::TextDataset(std::vector<std::string> paths, const TextDatasetOptions& options) : paths_(std::move(paths)) {
   RENSA_CHECK(!paths_.empty(), ValueError, "TextDataset: at least one text file must be given");
   for (const std::string& p : paths_) {
     files_.push_back(std::make_shared<serializers::detail::FileSource>(p, "TextDataset: '" + p + "'"));

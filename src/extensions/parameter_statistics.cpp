@@ -66,7 +66,8 @@ void ParameterStatistics::operator()(training::Trainer& trainer) {
         if (x.empty()) continue;
         const bool has_nan = std::any_of(x.begin(), x.end(), [](double v) { return std::isnan(v); });
         for (const auto& [fname, fn] : statistics_) {
-          const std::string key = prefix + link_name + path + "/" + attr + "/" + fname;
+          std::string key = prefix;  // appended to, not concatenated: no temporary strings
+          key.append(link_name).append(path).append("/").append(attr).append("/").append(fname);
           if (options_.skip_nan_params && has_nan) {
             stats[key] = std::nan("");
             continue;

@@ -111,7 +111,8 @@ StepShift::StepShift(std::string attr, double gamma, int64_t step, std::optional
 }
 
 double StepShift::value_at(int64_t t, double init) const {
-  return clamp_to_target(init * std::pow(gamma_, static_cast<double>(t / step_)), target_, gamma_ <= 1.0);
+  const int64_t steps_done = t / step_;  // whole steps: the truncation is Chainer's floor(t / step)
+  return clamp_to_target(init * std::pow(gamma_, static_cast<double>(steps_done)), target_, gamma_ <= 1.0);
 }
 
 // --- MultistepShift ----------------------------------------------------------------------------

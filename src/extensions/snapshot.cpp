@@ -248,7 +248,7 @@ std::optional<std::string> find_latest_snapshot(const std::string& pattern, cons
 }
 
 std::shared_ptr<StopOnSignal> stop_on_signal(std::shared_ptr<Snapshot> snapshot) {
-  return std::make_shared<StopOnSignal>([snapshot](training::Trainer& trainer) {
+  return std::make_shared<StopOnSignal>([snapshot = std::move(snapshot)](training::Trainer& trainer) {
     snapshot->save(trainer);
     return snapshot->path_for(trainer);
   });

@@ -67,7 +67,7 @@ StopOnSignal::StopOnSignal(std::function<std::string(training::Trainer&)> save, 
     : save_(std::move(save)), any_rank_(std::move(any_rank)) {}
 
 StopOnSignal::~StopOnSignal() {
-  restore();
+  restore_handlers();
 }
 
 void StopOnSignal::initialize(training::Trainer&) {
@@ -100,10 +100,10 @@ void StopOnSignal::operator()(training::Trainer& trainer) {
 }
 
 void StopOnSignal::finalize(training::Trainer&) {
-  restore();
+  restore_handlers();
 }
 
-void StopOnSignal::restore() {
+void StopOnSignal::restore_handlers() {
   if (!installed_) return;
   for (int i = 0; i < 3; ++i) sigaction(kStopSignals[i], &previous[i], nullptr);
   installed_ = false;

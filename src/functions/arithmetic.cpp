@@ -61,7 +61,7 @@ std::vector<Variable> identity(const std::vector<Variable>& xs) {
   }
   using Node = rensa::detail::LambdaNode<decltype(backward)>;
   auto node = std::allocate_shared<Node>(rensa::detail::PoolAllocator<Node>(), "identity", std::move(backward));
-  return rensa::detail::NodeBuilder::connect(std::move(node), in, std::move(arrays), false);
+  return rensa::detail::NodeBuilder::connect(node, in, std::move(arrays), false);
 }
 
 Variable identity(const Variable& x) {

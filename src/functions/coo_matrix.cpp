@@ -101,7 +101,7 @@ CooMatrix to_coo(const Array& x, std::optional<int64_t> ldnz, bool requires_grad
       col[at] = static_cast<int32_t>(nz[j] % cols);
     }
   }
-  const Shape index_shape = data.shape();
+  const Shape& index_shape = data.shape();
   const Shape shape{x.shape()[x.ndim() - 2], cols};
   return CooMatrix(Variable(data.to(x.device()), requires_grad), Array::from_vector(row, index_shape, x.device()),
                    Array::from_vector(col, index_shape, x.device()), shape);

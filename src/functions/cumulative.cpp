@@ -57,7 +57,7 @@ Variable shift_prev(const Variable& x, int64_t axis, bool reverse, double fill) 
   if (n == 0) return x;
   Shape edge_shape = x.shape();
   edge_shape[static_cast<std::size_t>(axis)] = 1;
-  const Variable edge(Array::full(edge_shape, fill, x.dtype(), x.device()));
+  Variable edge(Array::full(edge_shape, fill, x.dtype(), x.device()));
   if (n == 1) return edge;
   if (reverse) return concat({split_axis(x, std::vector<int64_t>{1}, axis)[1], edge}, axis);
   return concat({edge, split_axis(x, std::vector<int64_t>{n - 1}, axis)[0]}, axis);

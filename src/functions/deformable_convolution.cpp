@@ -54,7 +54,8 @@ Variable deformable_convolution_2d_sampler(const Variable& x, const Variable& of
       for (int64_t p = 0; p < P; ++p) {
         const std::size_t e = static_cast<std::size_t>((n * K + k) * P + p);
         const double bu = static_cast<double>(p % OW * stride.x + k % KW + 1);
-        const double bv = static_cast<double>(p / OW * stride.y + k / KW + 1);
+        const int64_t out_row = p / OW, kernel_row = k / KW;  // whole rows: truncation intended
+        const double bv = static_cast<double>(out_row * stride.y + kernel_row + 1);
         const double u = off[static_cast<std::size_t>(((n * 2 * K + k) * P) + p)] + bu;
         const double v = off[static_cast<std::size_t>(((n * 2 * K + K + k) * P) + p)] + bv;
         const double fu = std::clamp<double>(std::floor(std::clamp<double>(u, 0, static_cast<double>(Wp + 1))), 0,

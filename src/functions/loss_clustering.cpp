@@ -55,7 +55,7 @@ DiscriminativeLoss discriminative_margin_based_clustering_loss(const Variable& e
     pixels[static_cast<std::size_t>((c - 1) * n + img)] += 1.0;
     per_instance[static_cast<std::size_t>(c - 1)] += 1.0;
   }
-  auto constant = [&](std::vector<double> v, const Shape& shape) {
+  auto constant = [&](const std::vector<double>& v, const Shape& shape) {
     return Variable(Array::from_vector(v, shape).astype(embeddings.dtype()).to(embeddings.device()));
   };
   for (double& p : pixels) p = 1.0 / std::max(p, 1.0);

@@ -118,6 +118,7 @@ BatchNormResult batch_normalization_over_workers(const char* op, const Variable&
 
 // The checks of ghost batch normalization's options against x and the axes.
 void check_ghost(const char* op, const Variable& x, const BatchNormOptions& options, const Shape& axes) {
+  RENSA_CHECK(options.ghost_batch_size.has_value(), ValueError, op, ": check_ghost needs ghost_batch_size set");
   const int64_t g = *options.ghost_batch_size;
   RENSA_CHECK(g > 0, ValueError, op, ": ghost_batch_size must be positive, got ", g);
   RENSA_CHECK(!options.allreduce_sum, ValueError, op,
@@ -135,6 +136,8 @@ void check_ghost(const char* op, const Variable& x, const BatchNormOptions& opti
 BatchNormResult ghost_batch_normalization(const Variable& x, const Variable& gamma,
                                           const Variable& beta, const BatchNormOptions& options, const Shape& axes,
                                           const ParamShapes& ps) {
+  RENSA_CHECK(options.ghost_batch_size.has_value(), ValueError,
+              "ghost_batch_normalization: ghost_batch_size is not set");
   const int64_t g = *options.ghost_batch_size, n = x.shape()[0];
   Shape split{n / g, g};
   for (std::size_t i = 1; i < x.shape().size(); ++i) split.push_back(x.shape()[i]);

@@ -140,7 +140,8 @@ LstmLayer lstm_layer(const Variable& p, const std::vector<int64_t>& batch_sizes,
   const auto off = offsets_of(batch_sizes);
   const int64_t total = off.back();
   const LstmGates g = blocked(units);
-  const Array pa = p.array().contiguous(), wa = w_h.array();
+  const Array pa = p.array().contiguous();
+  const Array& wa = w_h.array();  // backward's lambda captures its own copy
   // The running state (rows past a step's batch keep theirs) and what backward needs per row.
   Array hs = h0.array().copy(), cs = c0.array().copy();
   Array ys = Array::empty({total, units}, dt, dev), cn = Array::empty({total, units}, dt, dev);
@@ -207,7 +208,9 @@ LstmLayer gru_layer(const Variable& p, const std::vector<int64_t>& batch_sizes, 
   const int64_t steps = static_cast<int64_t>(batch_sizes.size()), units = h0.shape()[1];
   const auto off = offsets_of(batch_sizes);
   const int64_t total = off.back();
-  const Array pa = p.array().contiguous(), wa = w_h.array(), ba = b_h.array();
+  const Array pa = p.array().contiguous();
+  const Array& wa = w_h.array();  // backward's lambda captures its own copy
+  const Array& ba = b_h.array();
   Array hs = h0.array().copy();
   Array ys = Array::empty({total, units}, dt, dev), hprev = Array::empty({total, units}, dt, dev);
   Array act = Array::empty({total, 3 * units}, dt, dev), rs = Array::empty({total, 3 * units}, dt, dev);

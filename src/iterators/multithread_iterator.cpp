@@ -240,7 +240,7 @@ struct MultithreadIterator::Impl {
 };
 
 MultithreadIterator::MultithreadIterator(datasets::DatasetPtr dataset, int64_t batch_size,
-                                         MultithreadIteratorOptions options)
+                                         const MultithreadIteratorOptions& options)
     : impl_(std::make_unique<Impl>(std::move(dataset), batch_size, options)) {}
 
 MultithreadIterator::~MultithreadIterator() = default;

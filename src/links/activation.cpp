@@ -31,12 +31,13 @@ Variable Swish::forward(const Variable& x) {
   return F::swish(x, beta_);
 }
 
-Maxout::Maxout(int64_t in_size, int64_t out_size, int64_t pool_size, LinearOptions options) : pool_size_(pool_size) {
+Maxout::Maxout(int64_t in_size, int64_t out_size, int64_t pool_size, const LinearOptions& options)
+    : pool_size_(pool_size) {
   RENSA_CHECK(out_size > 0 && pool_size > 0, ValueError, "Maxout: out_size and pool_size must be positive, got ",
               out_size, " and ", pool_size);
   RENSA_CHECK(in_size >= 0, ValueError, "Maxout: in_size must be non-negative, got ", in_size);
-  linear_ = in_size > 0 ? std::make_shared<Linear>(in_size, out_size * pool_size, std::move(options))
-                        : std::make_shared<Linear>(out_size * pool_size, std::move(options));
+  linear_ = in_size > 0 ? std::make_shared<Linear>(in_size, out_size * pool_size, options)
+                        : std::make_shared<Linear>(out_size * pool_size, options);
   add_link("linear", linear_);
 }
 

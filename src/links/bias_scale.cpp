@@ -34,7 +34,7 @@ Variable Bias::forward(const std::vector<Variable>& xs) {
   return F::bias(xs[0], xs[1], axis_);
 }
 
-Scale::Scale(int64_t axis, std::optional<Shape> W_shape, bool bias_term, std::optional<Shape> bias_shape)
+Scale::Scale(int64_t axis, std::optional<Shape> W_shape, bool bias_term, const std::optional<Shape>& bias_shape)
     : axis_(axis) {
   if (W_shape) W_ = add_param("W", filled(*W_shape, 1.0, device_));
   if (bias_term) {

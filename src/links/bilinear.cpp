@@ -19,7 +19,7 @@ Bilinear::Bilinear(int64_t left_size, int64_t right_size, int64_t out_size, Bili
   if (options.seed) own.emplace(*options.seed);
   Generator& gen = own ? *own : default_generator();
   const auto lecun = std::make_shared<initializers::LeCunNormal>();
-  const auto draw = [&](const Shape& shape, std::shared_ptr<const initializers::Initializer> init) {
+  const auto draw = [&](const Shape& shape, const std::shared_ptr<const initializers::Initializer>& init) {
     Array a = Array::empty(shape, dtype, device_);
     if (init) {
       (*init)(a, gen);

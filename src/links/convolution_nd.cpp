@@ -21,12 +21,12 @@ std::vector<int64_t> as_tuple(const char* op, const functions::IntN& ksize, int6
 
 }  // namespace
 
-ConvolutionND::ConvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+ConvolutionND::ConvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                              ConvolutionNDOptions options)
-    : ConvolutionND("ConvolutionND", ndim, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : ConvolutionND("ConvolutionND", ndim, in_channels, out_channels, ksize, std::move(options)) {}
 
 ConvolutionND::ConvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels,
-                             functions::IntN ksize, ConvolutionNDOptions options)
+                             const functions::IntN& ksize, ConvolutionNDOptions options)
     : ConvolutionLinkBase(name, false, in_channels, out_channels, as_tuple(name, ksize, ndim), options.groups,
                           detail::weight_init(options)),
       options_(std::move(options)) {}
@@ -37,20 +37,20 @@ Variable ConvolutionND::forward(const Variable& x) {
       mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), {options_.stride, options_.pad, options_.cover_all, options_.dilate, options_.groups});
 }
 
-Convolution1D::Convolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+Convolution1D::Convolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                              ConvolutionNDOptions options)
-    : ConvolutionND("Convolution1D", 1, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : ConvolutionND("Convolution1D", 1, in_channels, out_channels, ksize, std::move(options)) {}
 
-Convolution3D::Convolution3D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+Convolution3D::Convolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                              ConvolutionNDOptions options)
-    : ConvolutionND("Convolution3D", 3, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : ConvolutionND("Convolution3D", 3, in_channels, out_channels, ksize, std::move(options)) {}
 
-DeconvolutionND::DeconvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+DeconvolutionND::DeconvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                                  DeconvolutionNDOptions options)
-    : DeconvolutionND("DeconvolutionND", ndim, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : DeconvolutionND("DeconvolutionND", ndim, in_channels, out_channels, ksize, std::move(options)) {}
 
 DeconvolutionND::DeconvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels,
-                                 functions::IntN ksize, DeconvolutionNDOptions options)
+                                 const functions::IntN& ksize, DeconvolutionNDOptions options)
     : ConvolutionLinkBase(name, true, in_channels, out_channels, as_tuple(name, ksize, ndim), options.groups,
                           detail::weight_init(options)),
       options_(std::move(options)) {}
@@ -61,12 +61,12 @@ Variable DeconvolutionND::forward(const Variable& x) {
       mixed_cast(x), mixed_cast(param_in_forward(W_)), mixed_cast(b_), {options_.stride, options_.pad, options_.outsize, options_.dilate, options_.groups});
 }
 
-Deconvolution1D::Deconvolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+Deconvolution1D::Deconvolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                                  DeconvolutionNDOptions options)
-    : DeconvolutionND("Deconvolution1D", 1, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : DeconvolutionND("Deconvolution1D", 1, in_channels, out_channels, ksize, std::move(options)) {}
 
-Deconvolution3D::Deconvolution3D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+Deconvolution3D::Deconvolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                                  DeconvolutionNDOptions options)
-    : DeconvolutionND("Deconvolution3D", 3, in_channels, out_channels, std::move(ksize), std::move(options)) {}
+    : DeconvolutionND("Deconvolution3D", 3, in_channels, out_channels, ksize, std::move(options)) {}
 
 }  // namespace rensa::links

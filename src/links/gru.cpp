@@ -34,12 +34,13 @@ GRUBase::GRUBase(const char* link, int64_t in_size, int64_t out_size, const GRUO
 
 // ---- StatelessGRU --------------------------------------------------------------------------------
 
-StatelessGRU::StatelessGRU(int64_t in_size, int64_t out_size, GRUOptions options)
+StatelessGRU::StatelessGRU(int64_t in_size, int64_t out_size, const GRUOptions& options)
     : GRUBase("StatelessGRU", in_size, out_size, options) {
   RENSA_CHECK(in_size >= 0, ValueError, "StatelessGRU: in_size must be non-negative, got ", in_size);
 }
 
-StatelessGRU::StatelessGRU(int64_t out_size, GRUOptions options) : GRUBase("StatelessGRU", -1, out_size, options) {}
+StatelessGRU::StatelessGRU(int64_t out_size, const GRUOptions& options)
+    : GRUBase("StatelessGRU", -1, out_size, options) {}
 
 Variable StatelessGRU::forward(const Variable& h, const Variable& x) {
   detail::check_input(link_, x, in_size());
@@ -53,12 +54,12 @@ Variable StatelessGRU::forward(const Variable& h, const Variable& x) {
 
 // ---- StatefulGRU ---------------------------------------------------------------------------------
 
-StatefulGRU::StatefulGRU(int64_t in_size, int64_t out_size, GRUOptions options)
+StatefulGRU::StatefulGRU(int64_t in_size, int64_t out_size, const GRUOptions& options)
     : WithHiddenState("StatefulGRU", in_size, out_size, options) {
   RENSA_CHECK(in_size >= 0, ValueError, "StatefulGRU: in_size must be non-negative, got ", in_size);
 }
 
-StatefulGRU::StatefulGRU(int64_t out_size, GRUOptions options)
+StatefulGRU::StatefulGRU(int64_t out_size, const GRUOptions& options)
     : WithHiddenState("StatefulGRU", -1, out_size, options) {}
 
 Variable StatefulGRU::forward(const Variable& x) {

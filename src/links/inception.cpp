@@ -50,7 +50,7 @@ std::shared_ptr<BatchNormalization> add_bn(Chain& chain, const char* name, int64
 }  // namespace
 
 Inception::Inception(int64_t in_channels, int64_t out1, int64_t proj3, int64_t out3, int64_t proj5, int64_t out5,
-                     int64_t proj_pool, InceptionOptions options) {
+                     int64_t proj_pool, const InceptionOptions& options) {
   RENSA_CHECK((in_channels >= 0 && out1 >= 1 && proj3 >= 1 && out3 >= 1 && proj5 >= 1 && out5 >= 1 && proj_pool >= 1),
               ValueError, "Inception: sizes must be at least 1 (in_channels 0: inferred), got in_channels ",
               in_channels, " out1 ", out1, " proj3 ", proj3, " out3 ", out3, " proj5 ", proj5, " out5 ", out5,

@@ -185,7 +185,9 @@ void fill_sampling_filter(const char* op, const Array& array, bool upsampling) {
                 array.shape());
   }
   const int64_t nd = array.ndim() - 2;
-  const double factor = static_cast<double>((k + 1) / 2);
+  // Chainer's factor = (size + 1) // 2: the truncation is intended.
+  const int64_t half_k = (k + 1) / 2;
+  const double factor = static_cast<double>(half_k);
   const double center = k % 2 == 1 ? factor - 1.0 : factor - 0.5;
   int64_t taps = 1;
   for (int64_t d = 0; d < nd; ++d) taps *= k;
@@ -215,14 +217,14 @@ void check_interpolation(const char* op, const std::string& interpolation) {
 
 }  // namespace
 
-UpsamplingDeconvFilter::UpsamplingDeconvFilter(std::string interpolation) {
+UpsamplingDeconvFilter::UpsamplingDeconvFilter(const std::string& interpolation) {
   check_interpolation("UpsamplingDeconvFilter", interpolation);
 }
 void UpsamplingDeconvFilter::operator()(const Array& array, Generator&) const {
   fill_sampling_filter("UpsamplingDeconvFilter", array, true);
 }
 
-DownsamplingConvFilter::DownsamplingConvFilter(std::string interpolation) {
+DownsamplingConvFilter::DownsamplingConvFilter(const std::string& interpolation) {
   check_interpolation("DownsamplingConvFilter", interpolation);
 }
 void DownsamplingConvFilter::operator()(const Array& array, Generator&) const {

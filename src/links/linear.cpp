@@ -10,13 +10,13 @@
 
 namespace rensa::links {
 
-Linear::Linear(int64_t in_size, int64_t out_size, LinearOptions options) : Linear(out_size, std::move(options)) {
+Linear::Linear(int64_t in_size, int64_t out_size, const LinearOptions& options) : Linear(out_size, options) {
   RENSA_CHECK(in_size >= 0, ValueError, "Linear: in_size must be non-negative, got ", in_size, " (out_size ",
               out_size, ")");
   initialize_W(in_size);
 }
 
-Linear::Linear(int64_t out_size, LinearOptions options)
+Linear::Linear(int64_t out_size, const LinearOptions& options)
     : WeightBiasLink("Linear", detail::weight_init(options), std::make_shared<initializers::LeCunNormal>()),
       out_size_(out_size) {
   RENSA_CHECK(out_size >= 0, ValueError, "Linear: out_size must be non-negative, got ", out_size);

@@ -1,6 +1,7 @@
 #include "rensa/links/link_hook.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "rensa/core/debug_site.h"
 #include "rensa/core/error.h"
@@ -46,7 +47,7 @@ Link& Link::add_hook(std::shared_ptr<LinkHook> hook, std::string name) {
                 detail::short_class_name(typeid(*this)));
   }
   hook->added(this);
-  local_hooks_.emplace_back(name, hook);
+  local_hooks_.emplace_back(name, std::move(hook));
   return *this;
 }
 

@@ -176,23 +176,28 @@ F::NStepResult NStepRNNBase::run(const Variable& hx, const Variable& cx, const s
   return out;
 }
 
-NStepLSTM::NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepLSTM::NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                     const NStepRNNOptions& options)
     : NStepRNNBase("NStepLSTM", Cell::lstm, false, n_layers, in_size, out_size, dropout, options) {}
-NStepBiLSTM::NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepBiLSTM::NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                         const NStepRNNOptions& options)
     : NStepRNNBase("NStepBiLSTM", Cell::lstm, true, n_layers, in_size, out_size, dropout, options) {}
-NStepGRU::NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepGRU::NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepGRU", Cell::gru, false, n_layers, in_size, out_size, dropout, options) {}
-NStepBiGRU::NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepBiGRU::NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                       const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepBiGRU", Cell::gru, true, n_layers, in_size, out_size, dropout, options) {}
-NStepRNNTanh::NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepRNNTanh::NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                           const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepRNNTanh", Cell::rnn_tanh, false, n_layers, in_size, out_size, dropout, options) {}
-NStepRNNReLU::NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options)
+NStepRNNReLU::NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                           const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepRNNReLU", Cell::rnn_relu, false, n_layers, in_size, out_size, dropout, options) {}
 NStepBiRNNTanh::NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                               NStepRNNOptions options)
+                               const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepBiRNNTanh", Cell::rnn_tanh, true, n_layers, in_size, out_size, dropout, options) {}
 NStepBiRNNReLU::NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
-                               NStepRNNOptions options)
+                               const NStepRNNOptions& options)
     : NStepHiddenOnlyBase("NStepBiRNNReLU", Cell::rnn_relu, true, n_layers, in_size, out_size, dropout, options) {}
 
 }  // namespace rensa::links

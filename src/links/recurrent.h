@@ -14,9 +14,9 @@
 namespace rensa::links::detail {
 
 /// A Linear with in_size inferred at the first call when `in_size` is negative.
-inline Linear make_linear(int64_t in_size, int64_t out_size, LinearOptions options) {
-  if (in_size < 0) return Linear(out_size, std::move(options));
-  return Linear(in_size, out_size, std::move(options));
+inline Linear make_linear(int64_t in_size, int64_t out_size, const LinearOptions& options) {
+  if (in_size < 0) return Linear(out_size, options);
+  return Linear(in_size, out_size, options);
 }
 
 /// The seed of child `k` of a link seeded with `seed` (each child has its own generator, so they

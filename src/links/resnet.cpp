@@ -31,7 +31,7 @@ std::shared_ptr<BatchNormalization> add_bn(Chain& chain, const char* name, int64
 }  // namespace
 
 BottleneckA::BottleneckA(int64_t in_channels, int64_t mid_channels, int64_t out_channels, int64_t stride,
-                         InitPtr initialW, bool downsample_fb) {
+                         const InitPtr& initialW, bool downsample_fb) {
   const int64_t stride_1x1 = downsample_fb ? 1 : stride, stride_3x3 = downsample_fb ? stride : 1;
   conv1_ = add_conv(*this, "conv1", in_channels, mid_channels, 1, stride_1x1, 0, initialW);
   bn1_ = add_bn(*this, "bn1", mid_channels);
@@ -51,7 +51,7 @@ Variable BottleneckA::forward(const Variable& x) {
   return F::relu(F::add(h1, h2));
 }
 
-BottleneckB::BottleneckB(int64_t in_channels, int64_t mid_channels, InitPtr initialW) {
+BottleneckB::BottleneckB(int64_t in_channels, int64_t mid_channels, const InitPtr& initialW) {
   conv1_ = add_conv(*this, "conv1", in_channels, mid_channels, 1, 1, 0, initialW);
   bn1_ = add_bn(*this, "bn1", mid_channels);
   conv2_ = add_conv(*this, "conv2", mid_channels, mid_channels, 3, 1, 1, initialW);
@@ -68,7 +68,7 @@ Variable BottleneckB::forward(const Variable& x) {
 }
 
 BuildingBlock::BuildingBlock(int64_t n_layers, int64_t in_channels, int64_t mid_channels, int64_t out_channels,
-                             int64_t stride, InitPtr initialW, bool downsample_fb) {
+                             int64_t stride, const InitPtr& initialW, bool downsample_fb) {
   RENSA_CHECK(n_layers >= 1, ValueError, "BuildingBlock: n_layers must be at least 1, got ", n_layers);
   blocks_.push_back(
       std::make_shared<BottleneckA>(in_channels, mid_channels, out_channels, stride, initialW, downsample_fb));

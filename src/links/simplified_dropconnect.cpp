@@ -13,8 +13,9 @@ double checked_ratio(double ratio) {
 }
 }  // namespace
 
-SimplifiedDropconnect::SimplifiedDropconnect(int64_t in_size, int64_t out_size, double ratio, LinearOptions options)
-    : Linear(out_size, std::move(options)), ratio_(checked_ratio(ratio)) {
+SimplifiedDropconnect::SimplifiedDropconnect(int64_t in_size, int64_t out_size, double ratio,
+                                             const LinearOptions& options)
+    : Linear(out_size, options), ratio_(checked_ratio(ratio)) {
   RENSA_CHECK(in_size >= 0, ValueError, "SimplifiedDropconnect: in_size must be non-negative, got ", in_size);
   if (in_size > 0) initialize_W(in_size);
 }

@@ -43,7 +43,7 @@ MultiNodeBatchNormalization::MultiNodeBatchNormalization(int64_t size, Communica
   set_allreduce_sum(sum_over_ranks(comm_));
 }
 
-int convert_batch_normalization(Link& model, Communicator comm) {
+int convert_batch_normalization(Link& model, const Communicator& comm) {
   check_comm(comm, "convert_batch_normalization");
   int converted = 0;
   for (const auto& [path, link] : model.namedlinks()) {

@@ -13,7 +13,7 @@ Communicator checked(Communicator comm) {
 
 }  // namespace
 
-MultiNodeEarlyStoppingTrigger::MultiNodeEarlyStoppingTrigger(Communicator comm, EarlyStoppingOptions options)
+MultiNodeEarlyStoppingTrigger::MultiNodeEarlyStoppingTrigger(Communicator comm, const EarlyStoppingOptions& options)
     : aggregator_(checked(std::move(comm)), {options.monitor},
                   {.comm_trigger = options.check_trigger, .suffix = options.suffix}),
       stop_(options.check_trigger, options.monitor + options.suffix, options.patience, options.mode,

@@ -110,8 +110,9 @@ std::unique_ptr<iterators::Iterator> create_multi_node_iterator(std::unique_ptr<
   return std::make_unique<MultiNodeIterator>(std::move(actual_iterator), std::move(communicator), rank_master);
 }
 
-std::unique_ptr<iterators::SerialIterator> create_synchronized_iterator(datasets::DatasetPtr dataset,
-                                                                        int64_t batch_size, Communicator communicator,
+std::unique_ptr<iterators::SerialIterator> create_synchronized_iterator(const datasets::DatasetPtr& dataset,
+                                                                        int64_t batch_size,
+                                                                        const Communicator& communicator,
                                                                         iterators::SerialIteratorOptions options) {
   RENSA_CHECK(communicator.valid(), ValueError,
               "create_synchronized_iterator: null communicator (default-constructed)");

@@ -39,7 +39,7 @@ void MultiNodeChainList::add_link(Link& link, Ranks rank_in, Ranks rank_out) {
 void MultiNodeChainList::add_link(std::shared_ptr<Link> link, Ranks rank_in, Ranks rank_out) {
   RENSA_CHECK(link != nullptr, ValueError, "MultiNodeChainList::add_link: null link");
   Link& ref = *link;
-  add_link(ref, rank_in, rank_out);
+  add_link(ref, std::move(rank_in), std::move(rank_out));
   owned_.push_back(std::move(link));
 }
 

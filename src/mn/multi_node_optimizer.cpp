@@ -65,9 +65,9 @@ ParamKey initialized_params(const Link& link) {
 }
 
 // Starts averaging the gradients of `params` (zero-filling missing ones when asked).
-void launch(Communicator& comm, MultiNodeStageState& st, std::vector<Variable> params, bool zero_fill) {
+void launch(Communicator& comm, MultiNodeStageState& st, const std::vector<Variable>& params, bool zero_fill) {
   InFlight f;
-  for (Variable& p : params) {
+  for (const Variable& p : params) {
     Variable g = p.grad();
     if (g.is_null()) {
       if (!zero_fill) continue;
@@ -279,7 +279,7 @@ bool MultiNodeStage::average(Link& target, bool overlapped) {
     std::vector<Variable> params;
     params.reserve(named.size());
     for (auto it = named.rbegin(); it != named.rend(); ++it) params.push_back(it->second);
-    launch(comm_, st, std::move(params), options_.zero_fill);
+    launch(comm_, st, params, options_.zero_fill);
   }
   std::vector<InFlight> previous = std::move(st.pending);
   st.pending = std::move(st.in_flight);

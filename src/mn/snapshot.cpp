@@ -232,7 +232,7 @@ std::optional<int64_t> MultiNodeSnapshot::maybe_load(training::Trainer& trainer,
 
 std::shared_ptr<extensions::StopOnSignal> stop_on_signal(Communicator comm,
                                                          std::shared_ptr<MultiNodeSnapshot> snapshot) {
-  auto save = [snapshot](training::Trainer& trainer) -> std::string {
+  auto save = [snapshot = std::move(snapshot)](training::Trainer& trainer) -> std::string {
     if (snapshot == nullptr) return "";
     (*snapshot)(trainer);
     return snapshot->path_for(trainer, trainer.updater().iteration());

@@ -37,6 +37,8 @@ int64_t recompute_pass(Link& model, iterators::Iterator& it, std::size_t column,
       std::optional<std::vector<Array>> arrays;
       if (!epoch_done) arrays = it.next_arrays();
       if (gate ? !gate(arrays.has_value()) : !arrays) break;
+      RENSA_CHECK(arrays.has_value(), ValueError,
+                  "recompute_batch_norm_statistics: the batch gate went on without a batch on this process");
       RENSA_CHECK(column < arrays->size(), IndexError, "recompute_batch_norm_statistics: column ", column,
                   " of a batch with ", arrays->size(), " columns");
       model(Variable((*arrays)[column].to(model.device())));

@@ -188,7 +188,7 @@ MinValueTrigger::MinValueTrigger(std::string key, Trigger check_trigger)
 // --- EarlyStoppingTrigger ----------------------------------------------------------------------
 
 EarlyStoppingTrigger::EarlyStoppingTrigger(Trigger check_trigger, std::string monitor, int64_t patience,
-                                           std::string mode, Trigger max_trigger)
+                                           const std::string& mode, Trigger max_trigger)
     : check_trigger_(std::move(check_trigger)),
       max_trigger_(std::move(max_trigger)),
       monitor_(std::move(monitor)),

@@ -133,7 +133,11 @@ class LambdaNode final : public FunctionNode {
  public:
   LambdaNode(const char* label, F&& fn) : label_(label), fn_(std::move(fn)) {}
   const char* label() const override { return label_; }
-  std::vector<Variable> backward(const BackwardContext& ctx) override { return (*fn_)(ctx); }
+  std::vector<Variable> backward(const BackwardContext& ctx) override {
+    // backward() refuses a released node before calling this; the check keeps that local.
+    RENSA_CHECK(fn_.has_value(), ValueError, "backward of '", label_, "': its saved values were released");
+    return (*fn_)(ctx);
+  }
   void release_saved() override { fn_.reset(); }
 
  private:
@@ -146,10 +150,10 @@ struct NodeBuilder {
   static bool any_requires_grad(std::span<const Variable> inputs);
   /// The sequence number the next recorded node gets (nodes are numbered in creation order).
   static uint64_t next_sequence();
-  static std::vector<Variable> connect(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs,
+  static std::vector<Variable> connect(const std::shared_ptr<FunctionNode>& node, std::span<const Variable> inputs,
                                        std::vector<Array> outputs, bool retain_outputs);
   /// connect() for one output, without the vectors (the common case, on the hot path).
-  static Variable connect1(std::shared_ptr<FunctionNode> node, std::span<const Variable> inputs, Array output,
+  static Variable connect1(const std::shared_ptr<FunctionNode>& node, std::span<const Variable> inputs, Array output,
                            bool retain_output);
 
  private:
@@ -179,7 +183,7 @@ std::vector<Variable> record(const char* label, std::span<const Variable> inputs
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
   FunctionNode* raw = node.get();
-  auto out = detail::NodeBuilder::connect(std::move(node), inputs, std::move(outputs), retain_outputs);
+  auto out = detail::NodeBuilder::connect(node, inputs, std::move(outputs), retain_outputs);
   if (observed) [[unlikely]] detail::forward_recorded(label, inputs, out, raw);
   return out;
 }
@@ -207,7 +211,7 @@ Variable record1(const char* label, std::initializer_list<Variable> inputs, Arra
   using Node = detail::LambdaNode<std::decay_t<F>>;
   auto node = std::allocate_shared<Node>(detail::PoolAllocator<Node>(), label, std::forward<F>(backward));
   FunctionNode* raw = node.get();
-  Variable out = detail::NodeBuilder::connect1(std::move(node), in, std::move(output), retain_output);
+  Variable out = detail::NodeBuilder::connect1(node, in, std::move(output), retain_output);
   if (observed) [[unlikely]] detail::forward_recorded(label, in, {&out, 1}, raw);
   return out;
 }

@@ -66,7 +66,7 @@ constexpr float bfloat16_bits_to_float(uint16_t b) {
 inline float double_to_float_round_odd(double d) {
   float f = static_cast<float>(d);
   if (!(static_cast<double>(f) != d) || std::isnan(d) || std::isinf(f)) return f;
-  if (std::abs(static_cast<double>(f)) > std::abs(d)) f = std::nextafter(f, 0.0f);
+  if (std::abs(static_cast<double>(f)) > std::abs(d)) f = std::nextafterf(f, 0.0f);
   return std::bit_cast<float>(std::bit_cast<uint32_t>(f) | 1u);
 }
 

@@ -165,7 +165,7 @@ class LabeledZippedImageDataset final : public Dataset, public ImageSource {
 /// The images of several zip archives, one after another. Chainer's MultiZippedImageDataset.
 class MultiZippedImageDataset final : public Dataset {
  public:
-  explicit MultiZippedImageDataset(const std::vector<std::string>& zip_paths, ImageDatasetOptions options = {});
+  explicit MultiZippedImageDataset(const std::vector<std::string>& zip_paths, const ImageDatasetOptions& options = {});
   int64_t size() const override { return offsets_.back(); }
   Example get_example(int64_t i) const override;
 

@@ -29,9 +29,9 @@ class TextDataset final : public Dataset {
  public:
   /// ValueError when `paths` is empty or the files have different numbers of lines (naming the
   /// files and the counts); IOError naming a file that cannot be read.
-  explicit TextDataset(std::vector<std::string> paths, TextDatasetOptions options = {});
-  explicit TextDataset(const std::string& path, TextDatasetOptions options = {})
-      : TextDataset(std::vector<std::string>{path}, std::move(options)) {}
+  explicit TextDataset(std::vector<std::string> paths, const TextDatasetOptions& options = {});
+  explicit TextDataset(const std::string& path, const TextDatasetOptions& options = {})
+      : TextDataset(std::vector<std::string>{path}, options) {}
   ~TextDataset() override;
   int64_t size() const override { return static_cast<int64_t>(lines_.size()); }
   Example get_example(int64_t i) const override;

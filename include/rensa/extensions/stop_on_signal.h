@@ -63,7 +63,7 @@ class StopOnSignal : public training::Extension {
   static int received();
 
  private:
-  void restore();
+  void restore_handlers();
 
   std::function<std::string(training::Trainer&)> save_;
   std::function<int(int)> any_rank_;

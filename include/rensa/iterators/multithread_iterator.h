@@ -53,7 +53,7 @@ struct MultithreadIteratorOptions {
 class MultithreadIterator final : public Iterator {
  public:
   /// ValueError as SerialIterator, and when n_threads or n_prefetch < 1.
-  MultithreadIterator(datasets::DatasetPtr dataset, int64_t batch_size, MultithreadIteratorOptions options = {});
+  MultithreadIterator(datasets::DatasetPtr dataset, int64_t batch_size, const MultithreadIteratorOptions& options = {});
   ~MultithreadIterator() override;
   MultithreadIterator(const MultithreadIterator&) = delete;
   MultithreadIterator& operator=(const MultithreadIterator&) = delete;

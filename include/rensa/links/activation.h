@@ -47,7 +47,7 @@ class Swish : public Link {
 /// input. ValueError unless out_size > 0 and pool_size > 0.
 class Maxout : public Chain {
  public:
-  Maxout(int64_t in_size, int64_t out_size, int64_t pool_size, LinearOptions options = {});
+  Maxout(int64_t in_size, int64_t out_size, int64_t pool_size, const LinearOptions& options = {});
   Variable forward(const Variable& x) override;
   using Link::forward;
   Linear& linear() { return *linear_; }

@@ -35,7 +35,7 @@ class Bias : public Link {
 class Scale : public Chain {
  public:
   explicit Scale(int64_t axis = 1, std::optional<Shape> W_shape = std::nullopt, bool bias_term = false,
-                 std::optional<Shape> bias_shape = std::nullopt);
+                 const std::optional<Shape>& bias_shape = std::nullopt);
   Variable forward(const Variable& x) override;
   Variable forward(const std::vector<Variable>& xs) override;
   using Link::forward;

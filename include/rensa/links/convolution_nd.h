@@ -59,14 +59,14 @@ class ConvolutionND : public detail::ConvolutionLinkBase {
  public:
   /// ksize: one value or `ndim` values. ValueError for ndim below 1, negative channels, a ksize of
   /// another length or below 1, or groups that do not divide the channels.
-  ConvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+  ConvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                 ConvolutionNDOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
 
  protected:
-  ConvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+  ConvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                 ConvolutionNDOptions options);
 
  private:
@@ -76,13 +76,15 @@ class ConvolutionND : public detail::ConvolutionLinkBase {
 /// ConvolutionND with one spatial axis: x (N, C, L).
 class Convolution1D : public ConvolutionND {
  public:
-  Convolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize, ConvolutionNDOptions options = {});
+  Convolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
+                ConvolutionNDOptions options = {});
 };
 
 /// ConvolutionND with three spatial axes: x (N, C, D, H, W).
 class Convolution3D : public ConvolutionND {
  public:
-  Convolution3D(int64_t in_channels, int64_t out_channels, functions::IntN ksize, ConvolutionNDOptions options = {});
+  Convolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
+                ConvolutionNDOptions options = {});
 };
 
 /// Transposed convolution layer over `ndim` spatial axes: W (in_channels, out_channels / groups,
@@ -91,15 +93,15 @@ class Convolution3D : public ConvolutionND {
 class DeconvolutionND : public detail::ConvolutionLinkBase {
  public:
   /// Errors as ConvolutionND.
-  DeconvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+  DeconvolutionND(int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                   DeconvolutionNDOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
 
  protected:
-  DeconvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels, functions::IntN ksize,
-                  DeconvolutionNDOptions options);
+  DeconvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels,
+                  const functions::IntN& ksize, DeconvolutionNDOptions options);
 
  private:
   DeconvolutionNDOptions options_;
@@ -108,14 +110,14 @@ class DeconvolutionND : public detail::ConvolutionLinkBase {
 /// DeconvolutionND with one spatial axis: x (N, C, L).
 class Deconvolution1D : public DeconvolutionND {
  public:
-  Deconvolution1D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+  Deconvolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                   DeconvolutionNDOptions options = {});
 };
 
 /// DeconvolutionND with three spatial axes: x (N, C, D, H, W).
 class Deconvolution3D : public DeconvolutionND {
  public:
-  Deconvolution3D(int64_t in_channels, int64_t out_channels, functions::IntN ksize,
+  Deconvolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                   DeconvolutionNDOptions options = {});
 };
 

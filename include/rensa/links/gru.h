@@ -61,9 +61,9 @@ class GRUBase : public Chain {
 /// elements per row. ShapeError naming StatelessGRU and the shapes when they do not fit.
 class StatelessGRU : public GRUBase {
  public:
-  StatelessGRU(int64_t in_size, int64_t out_size, GRUOptions options = {});
+  StatelessGRU(int64_t in_size, int64_t out_size, const GRUOptions& options = {});
   /// in_size inferred from the first input.
-  explicit StatelessGRU(int64_t out_size, GRUOptions options = {});
+  explicit StatelessGRU(int64_t out_size, const GRUOptions& options = {});
 
   Variable forward(const Variable& h, const Variable& x);
   Variable operator()(const Variable& h, const Variable& x) {
@@ -77,9 +77,9 @@ class StatelessGRU : public GRUBase {
 /// h' = sigmoid(W_z x) tanh(W x), as Chainer's (no U terms); later calls' batch must equal h's.
 class StatefulGRU : public detail::WithHiddenState<GRUBase> {
  public:
-  StatefulGRU(int64_t in_size, int64_t out_size, GRUOptions options = {});
+  StatefulGRU(int64_t in_size, int64_t out_size, const GRUOptions& options = {});
   /// in_size inferred from the first input.
-  explicit StatefulGRU(int64_t out_size, GRUOptions options = {});
+  explicit StatefulGRU(int64_t out_size, const GRUOptions& options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;

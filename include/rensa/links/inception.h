@@ -36,7 +36,7 @@ class Inception : public Chain {
  public:
   /// ValueError for a size below 1 (in_channels: below 0); errors as Convolution2D.
   Inception(int64_t in_channels, int64_t out1, int64_t proj3, int64_t out3, int64_t proj5, int64_t out5,
-            int64_t proj_pool, InceptionOptions options = {});
+            int64_t proj_pool, const InceptionOptions& options = {});
 
   /// ShapeError starting with "Inception: " and naming x and W for an x that is not (N,
   /// in_channels, H, W).

@@ -135,13 +135,13 @@ class Orthogonal : public Initializer {
 /// "linear".
 class UpsamplingDeconvFilter : public Initializer {
  public:
-  explicit UpsamplingDeconvFilter(std::string interpolation = "linear");
+  explicit UpsamplingDeconvFilter(const std::string& interpolation = "linear");
   void operator()(const Array& array, Generator& gen) const override;
 };
 /// The same filter normalized to sum 1, for a downsampling convolution with stride (ksize + 1) / 2.
 class DownsamplingConvFilter : public Initializer {
  public:
-  explicit DownsamplingConvFilter(std::string interpolation = "linear");
+  explicit DownsamplingConvFilter(const std::string& interpolation = "linear");
   void operator()(const Array& array, Generator& gen) const override;
 };
 

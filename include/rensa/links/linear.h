@@ -31,10 +31,10 @@ struct LinearOptions {
 class Linear : public detail::WeightBiasLink {
  public:
   /// A layer with known input size.
-  Linear(int64_t in_size, int64_t out_size, LinearOptions options = {});
+  Linear(int64_t in_size, int64_t out_size, const LinearOptions& options = {});
   /// A layer whose in_size is inferred from the first input (W is uninitialized until then; b is
   /// created now).
-  explicit Linear(int64_t out_size, LinearOptions options = {});
+  explicit Linear(int64_t out_size, const LinearOptions& options = {});
 
   /// y = x W^T + b. Initializes W from x's shape at the first call when in_size is unknown.
   Variable forward(const Variable& x) override;

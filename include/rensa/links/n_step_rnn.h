@@ -79,7 +79,7 @@ class NStepRNNBase : public ChainList {
 /// Stacked LSTM: 8 weights per child (w0..w3 on the layer input, w4..w7 on h).
 class NStepLSTM : public NStepRNNBase {
  public:
-  NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
   /// Returns hy, cy (like hx) and ys.
   functions::NStepResult forward(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return run(hx, cx, xs);
@@ -93,7 +93,7 @@ class NStepLSTM : public NStepRNNBase {
 /// Bi-directional stacked LSTM (layers above the first take 2 H inputs).
 class NStepBiLSTM : public NStepRNNBase {
  public:
-  NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
   functions::NStepResult forward(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return run(hx, cx, xs);
   }
@@ -119,29 +119,33 @@ class NStepHiddenOnlyBase : public NStepRNNBase {
 /// Stacked GRU: 6 weights per child (w0..w2 on the layer input, w3..w5 on h).
 class NStepGRU : public NStepHiddenOnlyBase {
  public:
-  NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
 };
 class NStepBiGRU : public NStepHiddenOnlyBase {
  public:
-  NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
 };
 /// Stacked Elman RNN with tanh: 2 weights per child (w0 on the layer input, w1 on h).
 class NStepRNNTanh : public NStepHiddenOnlyBase {
  public:
-  NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+               const NStepRNNOptions& options = {});
 };
 /// Stacked Elman RNN with relu.
 class NStepRNNReLU : public NStepHiddenOnlyBase {
  public:
-  NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+               const NStepRNNOptions& options = {});
 };
 class NStepBiRNNTanh : public NStepHiddenOnlyBase {
  public:
-  NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                 const NStepRNNOptions& options = {});
 };
 class NStepBiRNNReLU : public NStepHiddenOnlyBase {
  public:
-  NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, NStepRNNOptions options = {});
+  NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
+                 const NStepRNNOptions& options = {});
 };
 
 }  // namespace rensa::links

@@ -26,7 +26,7 @@ namespace rensa::links {
 class BottleneckA : public Chain {
  public:
   BottleneckA(int64_t in_channels, int64_t mid_channels, int64_t out_channels, int64_t stride = 2,
-              std::shared_ptr<const initializers::Initializer> initialW = nullptr, bool downsample_fb = false);
+              const std::shared_ptr<const initializers::Initializer>& initialW = nullptr, bool downsample_fb = false);
   Variable forward(const Variable& x) override;
   using Link::forward;
 
@@ -41,7 +41,7 @@ class BottleneckA : public Chain {
 class BottleneckB : public Chain {
  public:
   BottleneckB(int64_t in_channels, int64_t mid_channels,
-              std::shared_ptr<const initializers::Initializer> initialW = nullptr);
+              const std::shared_ptr<const initializers::Initializer>& initialW = nullptr);
   Variable forward(const Variable& x) override;
   using Link::forward;
 
@@ -55,7 +55,7 @@ class BottleneckB : public Chain {
 class BuildingBlock : public Chain {
  public:
   BuildingBlock(int64_t n_layers, int64_t in_channels, int64_t mid_channels, int64_t out_channels, int64_t stride,
-                std::shared_ptr<const initializers::Initializer> initialW = nullptr, bool downsample_fb = false);
+                const std::shared_ptr<const initializers::Initializer>& initialW = nullptr, bool downsample_fb = false);
   Variable forward(const Variable& x) override;
   using Link::forward;
 

@@ -15,7 +15,7 @@ namespace rensa::links {
 /// ValueError unless 0 <= ratio < 1.
 class SimplifiedDropconnect : public Linear {
  public:
-  SimplifiedDropconnect(int64_t in_size, int64_t out_size, double ratio = 0.5, LinearOptions options = {});
+  SimplifiedDropconnect(int64_t in_size, int64_t out_size, double ratio = 0.5, const LinearOptions& options = {});
   Variable forward(const Variable& x) override;
   Variable forward(const Variable& x, const Array& mask, bool use_batchwise_mask = true);
   using Link::forward;

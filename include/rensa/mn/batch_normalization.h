@@ -58,6 +58,6 @@ class MultiNodeBatchNormalization : public links::BatchNormalization {
 /// place rather than a converted copy (ChainerMN's create_mnbn_model): parameters, running averages
 /// and options stay. Converting again replaces the communicator. Call it on every rank, before
 /// training. ValueError for a null communicator.
-int convert_batch_normalization(Link& model, Communicator comm);
+int convert_batch_normalization(Link& model, const Communicator& comm);
 
 }  // namespace rensa::mn

@@ -32,7 +32,7 @@ struct EarlyStoppingOptions {
 /// trigger on every rank. ValueError as EarlyStoppingTrigger's, and for a null communicator.
 class MultiNodeEarlyStoppingTrigger : public training::TriggerBase {
  public:
-  explicit MultiNodeEarlyStoppingTrigger(Communicator comm, EarlyStoppingOptions options = {});
+  explicit MultiNodeEarlyStoppingTrigger(Communicator comm, const EarlyStoppingOptions& options = {});
   bool operator()(training::Trainer& trainer) override;
   /// Saves/loads the aggregator's and the early-stopping rule's state.
   void serialize(serializers::Serializer& s) override;

@@ -44,9 +44,9 @@ namespace rensa::mn::functions {
 /// delegate to the rest of this rank's graph (recv's delegate_variable, pseudo_connect) or call
 /// backward() on it. ValueError for a null x or communicator, `rank` equal to this rank or outside
 /// the communicator, or a negative tag.
-Variable send(const Variable& x, Communicator communicator, int rank, int tag = 0);
+Variable send(const Variable& x, const Communicator& communicator, int rank, int tag = 0);
 /// send() of several variables as one message (recv_tuple receives them).
-Variable send(const std::vector<Variable>& xs, Communicator communicator, int rank, int tag = 0);
+Variable send(const std::vector<Variable>& xs, const Communicator& communicator, int rank, int tag = 0);
 
 /// Receives what rank `rank` sent with send() and `tag` (ChainerMN's recv(communicator, rank,
 /// delegate_variable=None, tag=0)); shape and dtype come with the message, on the cpu device.
@@ -55,9 +55,9 @@ Variable send(const std::vector<Variable>& xs, Communicator communicator, int ra
 /// backward reaches it after this recv's backward: that keeps the order of the ranks' backward
 /// communications consistent. CommunicationError when the message holds more than one variable
 /// (use recv_tuple) or did not come from mn::functions::send; ValueError as for send.
-Variable recv(Communicator communicator, int rank, const Variable& delegate_variable = {}, int tag = 0);
+Variable recv(const Communicator& communicator, int rank, const Variable& delegate_variable = {}, int tag = 0);
 /// recv() returning every variable of the message (ChainerMN's recv(..., force_tuple=True)).
-std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Variable& delegate_variable = {},
+std::vector<Variable> recv_tuple(const Communicator& communicator, int rank, const Variable& delegate_variable = {},
                                  int tag = 0);
 
 /// Returns `actual_variable` unchanged, with `delegate_variable` recorded as an extra input

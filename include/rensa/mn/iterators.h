@@ -30,8 +30,9 @@ std::unique_ptr<iterators::Iterator> create_multi_node_iterator(std::unique_ptr<
 /// same order and batches line up across ranks (an encoder and its decoder on two ranks, say). Rensa
 /// iterators fix their seed at construction, so this takes the iterator's arguments rather than an
 /// iterator. Collective; the datasets must have the same size (ValueError on every rank otherwise).
-std::unique_ptr<iterators::SerialIterator> create_synchronized_iterator(datasets::DatasetPtr dataset,
-                                                                        int64_t batch_size, Communicator communicator,
+std::unique_ptr<iterators::SerialIterator> create_synchronized_iterator(const datasets::DatasetPtr& dataset,
+                                                                        int64_t batch_size,
+                                                                        const Communicator& communicator,
                                                                         iterators::SerialIteratorOptions options = {});
 
 }  // namespace rensa::mn

@@ -60,10 +60,11 @@ class Trigger {
     requires(std::is_arithmetic_v<N> && !std::is_same_v<N, bool>)
   Trigger(N period, std::string_view unit)  // NOLINT(google-explicit-constructor)
       : Trigger(make_interval(static_cast<double>(period), unit)) {}
-  /// Copies a trigger object (IntervalTrigger, MinValueTrigger, a user's class, ...).
+  /// Copies a trigger object (IntervalTrigger, MinValueTrigger, a user's class, ...). T is never a
+  /// Trigger (not a TriggerBase), so this does not hide the copy and move constructors.
   template <class T>
     requires(std::derived_from<std::decay_t<T>, TriggerBase>)
-  Trigger(T&& trigger)  // NOLINT(google-explicit-constructor)
+  Trigger(T&& trigger)  // NOLINT(google-explicit-constructor,bugprone-forwarding-reference-overload)
       : impl_(std::make_shared<std::decay_t<T>>(std::forward<T>(trigger))), clone_(&clone_as<std::decay_t<T>>) {}
   /// Shares a trigger object (copies of this handle call the same object).
   Trigger(std::shared_ptr<TriggerBase> trigger)  // NOLINT(google-explicit-constructor)
@@ -220,7 +221,7 @@ class EarlyStoppingTrigger : public TriggerBase {
   /// `mode`: "min", "max", or "auto" (max when `monitor` contains "accuracy", min otherwise).
   /// ValueError for another mode or a negative patience.
   explicit EarlyStoppingTrigger(Trigger check_trigger = {1, "epoch"}, std::string monitor = "main/loss",
-                                int64_t patience = 3, std::string mode = "auto", Trigger max_trigger = {100, "epoch"});
+                                int64_t patience = 3, const std::string& mode = "auto", Trigger max_trigger = {100, "epoch"});
   bool operator()(Trainer& trainer) override;
   void serialize(serializers::Serializer& s) override;
   std::optional<TrainingLength> training_length() const override { return max_trigger_.training_length(); }

@@ -89,7 +89,7 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
           auto a = static_cast<int32_t>(2 * i * g.w + 2 * j);
           const int32_t a0 = a;
           auto step = [&](T v, int32_t pos) {
-            const bool take = (v > b) | ((v != v) & (b == b));  // as below
+            const bool take = int{v > b} | (int{v != v} & int{b == b});  // as below
             const int32_t m = -static_cast<int32_t>(take);
             a = (pos & m) | (a & ~m);
             b = select_bits(m, v, b);
@@ -123,8 +123,9 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
           for (int64_t j = jlo; j < jhi; ++j) {
             const int64_t pos = base + j * sx;
             const T v = in[pos], b = best[j];
-            // The first maximum wins; a NaN wins over numbers (the reference backend's rule).
-            const bool take = (v > b) | ((v != v) & (b == b));
+            // The first maximum wins; a NaN wins over numbers (the reference backend's rule). On ints:
+            // both sides are evaluated, without the branch that && and || would need.
+            const bool take = int{v > b} | (int{v != v} & int{b == b});
             // Selects by masks: GCC turns `take ? v : b` into a branch, which mispredicts on random
             // data (where the maximum lies is a coin toss) and makes the loop several times slower.
             const int64_t m = -static_cast<int64_t>(take);

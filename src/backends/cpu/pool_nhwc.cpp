@@ -83,7 +83,8 @@ void max_forward(const Array& x, const Array& y, const Array& indices, const Poo
                         // Selects by masks, on the bits: this vectorizes over channels where `take ? e : b` may not.
                         for (int64_t c = 0; c < d.c; ++c) {
                           const T b = best[c], e = v[c];
-                          const bool take = (e > b) | ((e != e) & (b == b));
+                          // On ints, so that both sides are evaluated without a branch.
+                          const bool take = int{e > b} | (int{e != e} & int{b == b});
                           const auto m = static_cast<Bits>(-static_cast<int64_t>(take));
                           best[c] = std::bit_cast<T>(
                               static_cast<Bits>((std::bit_cast<Bits>(e) & m) | (std::bit_cast<Bits>(b) & ~m)));

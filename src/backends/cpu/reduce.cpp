@@ -161,7 +161,8 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
     if (!arg && op == ReduceOp::sum && static_cast<int64_t>(axes.size()) < nd && reduced_outermost(x, red)) {
       const T* p = static_cast<const T*>(x.raw_data());
       std::vector<A> acc(static_cast<std::size_t>(ksize), A(0));
-      const bool par = rsize * ksize >= kParallelGrain && ksize >= 64 && omp_get_max_threads() > 1;
+      // Read only by the pragma: unused where OpenMP is off.
+      [[maybe_unused]] const bool par = rsize * ksize >= kParallelGrain && ksize >= 64 && omp_get_max_threads() > 1;
 #pragma omp parallel for schedule(static) if (par)
       for (int64_t k0 = 0; k0 < ksize; k0 += 64) {
         const int64_t k1 = std::min(ksize, k0 + 64);
@@ -194,7 +195,9 @@ void reduce(ReduceOp op, const Array& x, const Shape& axes, const Array& out) {
     dispatch(out.dtype(), [&]<class O>() {
       O* po = static_cast<O*>(o.raw_data());
       const int64_t so = o.strides()[0];
-      const bool par = ksize * std::max<int64_t>(rsize, 1) >= kParallelGrain && ksize > 1 && omp_get_max_threads() > 1;
+      // Read only by the pragma: unused where OpenMP is off.
+      [[maybe_unused]] const bool par =
+          ksize * std::max<int64_t>(rsize, 1) >= kParallelGrain && ksize > 1 && omp_get_max_threads() > 1;
 #pragma omp parallel for schedule(static) if (par)
       for (int64_t k = 0; k < ksize; ++k) {
         const T* p = base + k * s0;

@@ -78,7 +78,7 @@ Variable dummy() {
 
 }  // namespace
 
-Variable send(const std::vector<Variable>& xs, Communicator communicator, int rank, int tag) {
+Variable send(const std::vector<Variable>& xs, const Communicator& communicator, int rank, int tag) {
   rensa::detail::ForwardEntry entry("mn_send", std::span<const Variable>(xs));
   check_peer("mn::functions::send", communicator, rank, tag);
   for (std::size_t i = 0; i < xs.size(); ++i) {
@@ -118,11 +118,12 @@ Variable send(const std::vector<Variable>& xs, Communicator communicator, int ra
                 std::move(backward))[0];
 }
 
-Variable send(const Variable& x, Communicator communicator, int rank, int tag) {
+Variable send(const Variable& x, const Communicator& communicator, int rank, int tag) {
   return send(std::vector<Variable>{x}, communicator, rank, tag);
 }
 
-std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Variable& delegate_variable, int tag) {
+std::vector<Variable> recv_tuple(const Communicator& communicator, int rank, const Variable& delegate_variable,
+                                 int tag) {
   rensa::detail::ForwardEntry entry("mn_recv", delegate_variable);
   check_peer("mn::functions::recv", communicator, rank, tag);
   Peer peer{communicator, rank, tag};
@@ -147,7 +148,7 @@ std::vector<Variable> recv_tuple(Communicator communicator, int rank, const Vari
   return record("mn_recv", std::span<const Variable>(inputs), std::move(ys), std::move(backward));
 }
 
-Variable recv(Communicator communicator, int rank, const Variable& delegate_variable, int tag) {
+Variable recv(const Communicator& communicator, int rank, const Variable& delegate_variable, int tag) {
   std::vector<Variable> ys = recv_tuple(communicator, rank, delegate_variable, tag);
   RENSA_CHECK(ys.size() == 1, CommunicationError, "mn::functions::recv: rank ", communicator.rank(), " received ",
               ys.size(), " variables from rank ", rank, " with tag ", tag, " where it expected one (use recv_tuple)");
@@ -165,7 +166,7 @@ std::vector<Variable> pseudo_connect(const Variable& delegate_variable, const st
     inputs.push_back(actual_variables[i]);
     outputs.push_back(actual_variables[i].array());
   }
-  const Shape shape = delegate_variable.shape();
+  const Shape& shape = delegate_variable.shape();
   const Dtype dtype = delegate_variable.dtype();
   return record("mn_pseudo_connect", std::span<const Variable>(inputs), std::move(outputs),
                 [shape, dtype](const BackwardContext& ctx) {
