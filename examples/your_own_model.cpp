@@ -49,7 +49,9 @@ class AccumulatingUpdater : public rensa::training::StandardUpdater {
     opt.target()->cleargrads();
     for (int k = 0; k < steps_; ++k) {
       std::vector<Variable> inputs;
-      for (const rensa::Array& a : converter()(it.next().value(), device())) inputs.emplace_back(a);
+      const auto batch = it.next();  // repeating: it has no end
+      if (!batch) throw rensa::ValueError("AccumulatingUpdater: the iterator ended");
+      for (const rensa::Array& a : converter()(*batch, device())) inputs.emplace_back(a);
       F::mul(opt.target()->forward(inputs), 1.0 / steps_).backward();
     }
     opt.update();  // the summed gradients (averaged over ranks first by the multi-node optimizer)

@@ -79,7 +79,7 @@ std::vector<Variable> FunctionNode::apply(std::span<const Variable> inputs) {
     kept.resize(ys.size());
     for (std::size_t j : retain_outputs_) kept[j] = ys[j];
   }
-  auto outs = detail::NodeBuilder::connect(std::move(self), inputs, std::move(ys), false);
+  auto outs = detail::NodeBuilder::connect(self, inputs, std::move(ys), false);
   retained_outputs_ = std::move(kept);
   if (observed) detail::forward_recorded(label(), inputs, outs, this);
   return outs;
