@@ -15,20 +15,32 @@
 
 namespace rensa::backends {
 
-/// Runs one step in place over every element: `make.template operator()<T>()` (T the parameter's
-/// element type) returns the step, called as step(T& param, const T& grad, T& state...) with the
-/// S arrays of `state`. All arrays have param's shape, dtype and device (floating; 16-bit floats
-/// are stored as such and computed as compute_t<T> by the step). `op` names the caller in errors:
-/// DtypeError for a dtype that is not floating, NotImplementedError for a device without a loop.
-template <std::size_t S, class Make>
-void fused_update(const Array& param, const Array& grad, const Array* state, const Make& make, std::string_view op) {
+/// Runs one step of `Step` in place over every element. `Step` is the optimizer's step, a class
+/// template over the compute type C (compute_t of the parameter's element type: float for 16-bit
+/// floats) that reads like the loop body it is:
+///
+///     template <class C> struct MomentumSGDStep {
+///       static constexpr std::size_t n_state = 1;     // v
+///       C lr, momentum;                               // converted once, before the loop
+///       MomentumSGDStep(double lr, double momentum) : lr(C(lr)), momentum(C(momentum)) {}
+///       template <class T> void operator()(T& p, const T& g, T& v) const { ... }
+///     };
+///
+/// constructed from `args` and called on the elements of param, grad and the n_state arrays of
+/// `state` (all of param's shape, dtype and device), computing in C and rounding once per stored
+/// value. `op` names the caller in errors: DtypeError for a dtype that is not floating,
+/// NotImplementedError for a device without a loop.
+template <template <class> class Step, class... Args>
+void fused_update(const Array& param, const Array& grad, const Array* state, std::string_view op,
+                  const Args&... args) {
   dispatch_floating(param.dtype(), op, [&]<class T>() {
-    const auto step = make.template operator()<T>();
+    using S = Step<compute_t<T>>;
+    const S step(args...);
     switch (param.device().type) {
       case DeviceType::cpu:
-        return cpu::fused_update<T, S>(param, grad, state, step);
+        return cpu::fused_update<T, S::n_state>(param, grad, state, step);
       case DeviceType::reference:
-        return reference::fused_update<T, S>(param, grad, state, step);
+        return reference::fused_update<T, S::n_state>(param, grad, state, step);
       default:
         break;
     }

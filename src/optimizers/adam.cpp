@@ -3,11 +3,73 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "src/optimizers/fused_rule.h"
 
 namespace rensa::optimizers {
+namespace {
+
+struct AdamHyper {
+  double alpha_t, beta1, beta2, eps, eta, weight_decay_rate;
+  bool bound;
+  double lower = 0.0, upper = 0.0;  // AdaBound's bounds of the rate
+};
+
+// What Adam's two steps share, in C: the moments m += (1 - beta1) (g - m), v += (1 - beta2) (g^2 - v),
+// and the update p -= eta (rate m + wd p) with rate = alpha_t / (sqrt(vhat) + eps), clipped to
+// [lower, upper] under AdaBound. The decay term (AdamW's) is not scaled by the rate.
+template <class C>
+struct AdamMath {
+  C alpha_t, one_m_beta1, one_m_beta2, eps, eta, wd, lower, upper;
+  bool bound;
+  explicit AdamMath(const AdamHyper& h)
+      : alpha_t(C(h.alpha_t)), one_m_beta1(C(1.0 - h.beta1)), one_m_beta2(C(1.0 - h.beta2)), eps(C(h.eps)),
+        eta(C(h.eta)), wd(C(h.weight_decay_rate)), lower(C(h.lower)), upper(C(h.upper)), bound(h.bound) {}
+  template <class T>
+  void moments(const T& g, T& m, T& v) const {
+    const C gc = C(g), mc = C(m), vc = C(v);
+    m = T(mc + one_m_beta1 * (gc - mc));
+    v = T(vc + one_m_beta2 * (gc * gc - vc));
+  }
+  template <class T>
+  void apply(T& p, C m, C vhat) const {
+    const C pc = C(p);
+    if (bound) {
+      const C rate = std::max(std::min(alpha_t / (std::sqrt(vhat) + eps), upper), lower);
+      p = T(pc - eta * (rate * m + wd * pc));
+    } else {
+      p = T(pc - eta * (alpha_t * m / (std::sqrt(vhat) + eps) + wd * pc));
+    }
+  }
+};
+
+// Adam: the moments, then the update with vhat = v.
+template <class C>
+struct AdamStep : AdamMath<C> {
+  static constexpr std::size_t n_state = 2;
+  using AdamMath<C>::AdamMath;
+  template <class T>
+  void operator()(T& p, const T& g, T& m, T& v) const {
+    this->moments(g, m, v);
+    this->apply(p, C(m), C(v));
+  }
+};
+
+// AMSGrad: vhat is the running maximum of v.
+template <class C>
+struct AMSGradStep : AdamMath<C> {
+  static constexpr std::size_t n_state = 3;
+  using AdamMath<C>::AdamMath;
+  template <class T>
+  void operator()(T& p, const T& g, T& m, T& v, T& vhat) const {
+    this->moments(g, m, v);
+    const C vh = std::max(C(vhat), C(v));
+    vhat = T(vh);
+    this->apply(p, C(m), vh);
+  }
+};
+
+}  // namespace
 
 Adam::Adam(double alpha, double beta1, double beta2, double eps, double eta, double weight_decay_rate, bool amsgrad,
            bool adabound, double final_lr, double gamma)
@@ -40,64 +102,20 @@ std::unique_ptr<UpdateRule> Adam::create_update_rule() {
       optimizer_name_, std::vector<std::string>{"m", "v", "vhat"}, 2, [this] { return *amsgrad_ != 0.0 ? 3 : 2; },
       [this, initial_alpha = *alpha_](const Array& param, const Array& grad, const Array* state, int64_t t) {
         // The bias correction uses the rule's own step count, as Chainer's AdamRule does.
-        const double lr = alpha_t(*alpha_, *beta1_, *beta2_, t);
-        const bool bound = *adabound_ != 0.0;
-        double lower = 0.0, upper = 0.0;
-        if (bound) {
+        AdamHyper h{alpha_t(*alpha_, *beta1_, *beta2_, t), *beta1_, *beta2_, *eps_, *eta_, *weight_decay_rate_,
+                    *adabound_ != 0.0};
+        if (h.bound) {
           RENSA_CHECK(*gamma_ > 0.0 && initial_alpha != 0.0, ValueError, optimizer_name_,
                       ": AdaBound's bounds need gamma > 0 and a nonzero initial alpha, got gamma ", *gamma_,
                       " and alpha ", initial_alpha);
           const double f = *final_lr_ * *alpha_ / initial_alpha, td = static_cast<double>(t);
-          lower = f * (1.0 - 1.0 / (*gamma_ * td + 1.0));
-          upper = f * (1.0 + 1.0 / (*gamma_ * td));
+          h.lower = f * (1.0 - 1.0 / (*gamma_ * td + 1.0));
+          h.upper = f * (1.0 + 1.0 / (*gamma_ * td));
         }
-        const auto make = [lr, b1 = *beta1_, b2 = *beta2_, eps = *eps_, eta = *eta_, wd = *weight_decay_rate_, bound,
-                           lower, upper]<class T>() {
-          using C = compute_t<T>;
-          const C alpha_t = C(lr), one_m_b1 = C(1.0 - b1), one_m_b2 = C(1.0 - b2), eps_c = C(eps);
-          const C eta_c = C(eta), wd_c = C(wd), lo = C(lower), hi = C(upper);
-          // Decoupled weight decay (AdamW): the decay term is not scaled by the adaptive step.
-          const auto apply = [=](T& p, C m, C vh) {
-            const C pc = C(p);
-            if (bound) {
-              const C step = std::max(std::min(alpha_t / (std::sqrt(vh) + eps_c), hi), lo);
-              p = T(pc - eta_c * (step * m + wd_c * pc));
-            } else {
-              p = T(pc - eta_c * (alpha_t * m / (std::sqrt(vh) + eps_c) + wd_c * pc));
-            }
-          };
-          const auto moments = [=](const T& g, T& m, T& v) {
-            const C gc = C(g), mc = C(m), vc = C(v);
-            m = T(mc + one_m_b1 * (gc - mc));
-            v = T(vc + one_m_b2 * (gc * gc - vc));
-          };
-          return std::make_pair(apply, moments);
-        };
         if (*amsgrad_ != 0.0) {
-          backends::fused_update<3>(param, grad, state, [&]<class T>() {
-            using C = compute_t<T>;
-            const auto fns = make.template operator()<T>();
-            const auto apply = fns.first;
-            const auto moments = fns.second;
-            return [=](T& p, const T& g, T& m, T& v, T& vhat) {
-              moments(g, m, v);
-              // AMSGrad: the running maximum of the stored second moments.
-              const C vh = std::max(C(vhat), C(v));
-              vhat = T(vh);
-              apply(p, C(m), vh);
-            };
-          }, optimizer_name_);
+          backends::fused_update<AMSGradStep>(param, grad, state, optimizer_name_, h);
         } else {
-          backends::fused_update<2>(param, grad, state, [&]<class T>() {
-            using C = compute_t<T>;
-            const auto fns = make.template operator()<T>();
-            const auto apply = fns.first;
-            const auto moments = fns.second;
-            return [=](T& p, const T& g, T& m, T& v) {
-              moments(g, m, v);
-              apply(p, C(m), C(v));
-            };
-          }, optimizer_name_);
+          backends::fused_update<AdamStep>(param, grad, state, optimizer_name_, h);
         }
       });
 }

@@ -9,6 +9,42 @@
 #include "src/optimizers/norm.h"
 
 namespace rensa::optimizers {
+namespace {
+
+// Pass 1: m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;
+// r = m c1 / (sqrt(v c2) + eps) + wd p, with c1 and c2 the bias corrections; r is a scratch array
+// in the third state's place (its norm is needed before any weight moves).
+template <class C>
+struct LAMBMomentsStep {
+  static constexpr std::size_t n_state = 3;
+  C beta1, one_m_beta1, beta2, one_m_beta2, eps, c1, c2, wd;
+  LAMBMomentsStep(double beta1, double beta2, double eps, double c1, double c2, double wd)
+      : beta1(C(beta1)), one_m_beta1(C(1.0 - beta1)), beta2(C(beta2)), one_m_beta2(C(1.0 - beta2)), eps(C(eps)),
+        c1(C(c1)), c2(C(c2)), wd(C(wd)) {}
+  template <class T>
+  void operator()(const T& p, const T& g, T& m, T& v, T& r) const {
+    const C gc = C(g);
+    const C mn = beta1 * C(m) + one_m_beta1 * gc;
+    const C vn = beta2 * C(v) + one_m_beta2 * gc * gc;
+    m = T(mn);
+    v = T(vn);
+    r = T(mn * c1 / (std::sqrt(vn * c2) + eps) + wd * C(p));
+  }
+};
+
+// Pass 2: p -= scale r, with r in the gradient's place and scale = lr times the norms' ratio.
+template <class C>
+struct LAMBApplyStep {
+  static constexpr std::size_t n_state = 0;
+  C scale;
+  explicit LAMBApplyStep(double scale) : scale(C(scale)) {}
+  template <class T>
+  void operator()(T& p, const T& r) const {
+    p = T(C(p) - scale * C(r));
+  }
+};
+
+}  // namespace
 
 LAMB::LAMB(double lr, double beta1, double beta2, double eps, double weight_decay_rate, ParamFilter exclude)
     : lr_(declare_hyperparam("lr", lr)),
@@ -42,24 +78,11 @@ std::unique_ptr<UpdateRule> LAMB::create_update_rule() {
         const bool skip = exclude_ && exclude_(var);
         const double td = static_cast<double>(t);
         const double c1 = 1.0 / (1.0 - std::pow(*beta1_, td)), c2 = 1.0 / (1.0 - std::pow(*beta2_, td));
-        // Pass 1: the moments, and the unscaled step r into a scratch array (its norm is needed
-        // before any weight moves).
         const std::array<Array, 3> moments_and_r{state[0], state[1],
                                                  Array::empty(param.shape(), param.dtype(), param.device())};
         const double wd = skip ? 0.0 : *weight_decay_rate_;
-        backends::fused_update<3>(param, grad, moments_and_r.data(),
-                                  [b1 = *beta1_, b2 = *beta2_, eps = *eps_, c1, c2, wd]<class T>() {
-          using C = compute_t<T>;
-          return [b1 = C(b1), one_m_b1 = C(1.0 - b1), b2 = C(b2), one_m_b2 = C(1.0 - b2), eps = C(eps), c1 = C(c1),
-                  c2 = C(c2), wd = C(wd)](T& p, const T& g, T& m, T& v, T& r) {
-            const C gc = C(g);
-            const C mn = b1 * C(m) + one_m_b1 * gc;
-            const C vn = b2 * C(v) + one_m_b2 * gc * gc;
-            m = T(mn);
-            v = T(vn);
-            r = T(mn * c1 / (std::sqrt(vn * c2) + eps) + wd * C(p));
-          };
-        }, optimizer_name_);
+        backends::fused_update<LAMBMomentsStep>(param, grad, moments_and_r.data(), optimizer_name_, *beta1_, *beta2_,
+                                                *eps_, c1, c2, wd);
         double ratio = 1.0;
         if (!skip) {
           const double w_norm = detail::l2_norm(param, optimizer_name_);
@@ -67,10 +90,7 @@ std::unique_ptr<UpdateRule> LAMB::create_update_rule() {
           if (w_norm > 0.0 && r_norm > 0.0) ratio = w_norm / r_norm;
         }
         // Pass 2: w -= lr * ratio * r, with r in the gradient's place.
-        backends::fused_update<0>(param, moments_and_r[2], nullptr, [scale = *lr_ * ratio]<class T>() {
-          using C = compute_t<T>;
-          return [scale = C(scale)](T& p, const T& r) { p = T(C(p) - scale * C(r)); };
-        }, optimizer_name_);
+        backends::fused_update<LAMBApplyStep>(param, moments_and_r[2], nullptr, optimizer_name_, *lr_ * ratio);
       }));
 }
 

@@ -10,6 +10,24 @@
 namespace rensa::optimizers {
 namespace {
 
+// v = momentum v - scale (g + wd p);  p += v, where scale is lr times the local rate
+template <class C>
+struct LARSStep {
+  static constexpr std::size_t n_state = 1;
+  C scale, wd, momentum;
+  LARSStep(double scale, double wd, double momentum) : scale(C(scale)), wd(C(wd)), momentum(C(momentum)) {}
+  template <class T>
+  void operator()(T& p, const T& g, T& v) const {
+    const C pc = C(p);
+    const C vn = momentum * C(v) - scale * (C(g) + wd * pc);
+    v = T(vn);
+    p = T(pc + vn);
+  }
+};
+
+}  // namespace
+namespace {
+
 void check_nonnegative(const char* owner, const char* name, double value) {
   RENSA_CHECK(std::isfinite(value) && value >= 0.0, ValueError, owner, ": ", name,
               " must be finite and non-negative, got ", value);
@@ -62,15 +80,7 @@ std::unique_ptr<UpdateRule> LARS::create_update_rule() {
         const bool skip = excluded(var);
         const double scale = *lr_ * local_rate(var);
         const double wd = skip ? 0.0 : *weight_decay_rate_;
-        backends::fused_update<1>(var.array(), grad, state, [scale, wd, momentum = *momentum_]<class T>() {
-          using C = compute_t<T>;
-          return [scale = C(scale), wd = C(wd), mom = C(momentum)](T& p, const T& g, T& v) {
-            const C pc = C(p);
-            const C vn = mom * C(v) - scale * (C(g) + wd * pc);
-            v = T(vn);
-            p = T(pc + vn);
-          };
-        }, optimizer_name_);
+        backends::fused_update<LARSStep>(var.array(), grad, state, optimizer_name_, scale, wd, *momentum_);
       }));
 }
 

@@ -6,6 +6,46 @@
 #include "src/optimizers/fused_rule.h"
 
 namespace rensa::optimizers {
+namespace {
+
+// ms = alpha ms + (1 - alpha) g^2;  p -= lr g / (sqrt(ms) + eps)
+template <class C>
+struct RMSpropStep {
+  static constexpr std::size_t n_state = 1;
+  C lr, alpha, one_m_alpha, eps;
+  RMSpropStep(double lr, double alpha, double eps)
+      : lr(C(lr)), alpha(C(alpha)), one_m_alpha(C(1.0 - alpha)), eps(C(eps)) {}
+  template <class T>
+  void operator()(T& p, const T& g, T& ms) const {
+    const C gc = C(g);
+    const C msn = alpha * C(ms) + one_m_alpha * gc * gc;
+    ms = T(msn);
+    p = T(C(p) - lr * gc / (std::sqrt(msn) + eps));
+  }
+};
+
+// Graves' centred RMSprop: n = alpha n + (1 - alpha) g^2;  gbar = alpha gbar + (1 - alpha) g;
+// delta = momentum delta - lr g / sqrt(n - gbar^2 + eps);  p += delta
+template <class C>
+struct RMSpropGravesStep {
+  static constexpr std::size_t n_state = 3;
+  C lr, alpha, one_m_alpha, momentum, eps;
+  RMSpropGravesStep(double lr, double alpha, double momentum, double eps)
+      : lr(C(lr)), alpha(C(alpha)), one_m_alpha(C(1.0 - alpha)), momentum(C(momentum)), eps(C(eps)) {}
+  template <class T>
+  void operator()(T& p, const T& g, T& n, T& gbar, T& delta) const {
+    const C gc = C(g);
+    const C nn = alpha * C(n) + one_m_alpha * gc * gc;
+    const C gn = alpha * C(gbar) + one_m_alpha * gc;
+    const C dn = momentum * C(delta) - lr * gc / std::sqrt(nn - gn * gn + eps);
+    n = T(nn);
+    gbar = T(gn);
+    delta = T(dn);
+    p = T(C(p) + dn);
+  }
+};
+
+}  // namespace
 
 RMSprop::RMSprop(double lr, double alpha, double eps)
     : lr_(declare_hyperparam("lr", lr)),
@@ -18,15 +58,7 @@ std::unique_ptr<UpdateRule> RMSprop::create_update_rule() {
   return std::make_unique<detail::FusedRule>(
       optimizer_name_, std::vector<std::string>{"ms"}, 1, nullptr,
       [this](const Array& param, const Array& grad, const Array* state, int64_t) {
-        backends::fused_update<1>(param, grad, state, [lr = *lr_, alpha = *alpha_, eps = *eps_]<class T>() {
-          using C = compute_t<T>;
-          return [lr = C(lr), a = C(alpha), one_m_a = C(1.0 - alpha), eps = C(eps)](T& p, const T& g, T& ms) {
-            const C gc = C(g);
-            const C msn = a * C(ms) + one_m_a * gc * gc;
-            ms = T(msn);
-            p = T(C(p) - lr * gc / (std::sqrt(msn) + eps));
-          };
-        }, optimizer_name_);
+        backends::fused_update<RMSpropStep>(param, grad, state, optimizer_name_, *lr_, *alpha_, *eps_);
       });
 }
 
@@ -42,21 +74,8 @@ std::unique_ptr<UpdateRule> RMSpropGraves::create_update_rule() {
   return std::make_unique<detail::FusedRule>(
       optimizer_name_, std::vector<std::string>{"n", "g", "delta"}, 3, nullptr,
       [this](const Array& param, const Array& grad, const Array* state, int64_t) {
-        backends::fused_update<3>(param, grad, state,
-                                  [lr = *lr_, alpha = *alpha_, momentum = *momentum_, eps = *eps_]<class T>() {
-          using C = compute_t<T>;
-          return [lr = C(lr), a = C(alpha), one_m_a = C(1.0 - alpha), mom = C(momentum), eps = C(eps)](
-                     T& p, const T& grad, T& n, T& g, T& delta) {
-            const C gc = C(grad);
-            const C nn = a * C(n) + one_m_a * gc * gc;
-            const C gn = a * C(g) + one_m_a * gc;
-            const C dn = mom * C(delta) - lr * gc / std::sqrt(nn - gn * gn + eps);
-            n = T(nn);
-            g = T(gn);
-            delta = T(dn);
-            p = T(C(p) + dn);
-          };
-        }, optimizer_name_);
+        backends::fused_update<RMSpropGravesStep>(param, grad, state, optimizer_name_, *lr_, *alpha_, *momentum_,
+                                                  *eps_);
       });
 }
 

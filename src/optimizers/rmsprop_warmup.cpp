@@ -8,6 +8,28 @@
 #include "src/optimizers/fused_rule.h"
 
 namespace rensa::optimizers {
+namespace {
+
+// ms = alpha ms + (1 - alpha) g^2;  v = momentum v - (sgd + rms / (sqrt(ms) + eps)) g;  p += v,
+// where sgd and rms are the two parts of the rate at this step of the transition.
+template <class C>
+struct RMSpropWarmupStep {
+  static constexpr std::size_t n_state = 2;
+  C sgd, rms, momentum, alpha, one_m_alpha, eps;
+  RMSpropWarmupStep(double sgd, double rms, double momentum, double alpha, double eps)
+      : sgd(C(sgd)), rms(C(rms)), momentum(C(momentum)), alpha(C(alpha)), one_m_alpha(C(1.0 - alpha)), eps(C(eps)) {}
+  template <class T>
+  void operator()(T& p, const T& g, T& v, T& ms) const {
+    const C gc = C(g);
+    const C msn = alpha * C(ms) + one_m_alpha * gc * gc;
+    ms = T(msn);
+    const C vn = momentum * C(v) - (sgd + rms / (std::sqrt(msn) + eps)) * gc;
+    v = T(vn);
+    p = T(C(p) + vn);
+  }
+};
+
+}  // namespace
 
 RMSpropWarmup::RMSpropWarmup(double lr, int64_t transition_end, int64_t transition_begin, double rmsprop_scale,
                              double momentum, double alpha, double eps)
@@ -53,19 +75,8 @@ std::unique_ptr<UpdateRule> RMSpropWarmup::create_update_rule() {
         const double s = transition(t);
         // The two parts of the coefficient of g: lr * s (SGD) and lr * (1 - s) * scale (RMSprop).
         const double sgd = *lr_ * s, rms = *lr_ * (1.0 - s) * *rmsprop_scale_;
-        backends::fused_update<2>(param, grad, state, [sgd, rms, momentum = *momentum_, alpha = *alpha_,
-                                                       eps = *eps_]<class T>() {
-          using C = compute_t<T>;
-          return [sgd = C(sgd), rms = C(rms), mom = C(momentum), a = C(alpha), one_m_a = C(1.0 - alpha),
-                  eps = C(eps)](T& p, const T& g, T& v, T& ms) {
-            const C gc = C(g);
-            const C msn = a * C(ms) + one_m_a * gc * gc;
-            ms = T(msn);
-            const C vn = mom * C(v) - (sgd + rms / (std::sqrt(msn) + eps)) * gc;
-            v = T(vn);
-            p = T(C(p) + vn);
-          };
-        }, optimizer_name_);
+        backends::fused_update<RMSpropWarmupStep>(param, grad, state, optimizer_name_, sgd, rms, *momentum_, *alpha_,
+                                                  *eps_);
       });
 }
 

@@ -280,20 +280,29 @@ TEST(Optimizers, UpdateErrors) {
 // The fused loops of the cpu and reference backends run a step alike: 0 to 3 state arrays, every
 // floating dtype, the parallel path (40200 elements), strided arrays.
 template <std::size_t S>
+struct ChainStep {
+  template <class C>
+  struct Step {
+    static constexpr std::size_t n_state = S;
+    C rate;
+    explicit Step(double rate) : rate(C(rate)) {}
+    template <class T, class... State>
+    void operator()(T& p, const T& g, State&... s) const {
+      C acc = C(g);
+      ((acc = acc * C(0.5) + C(s), s = T(acc * acc)), ...);
+      p = T(C(p) - rate * acc);
+    }
+  };
+};
+
+template <std::size_t S>
 std::vector<Array> run_loop(Device device, const std::vector<Array>& inputs, bool noncontig) {
   std::vector<Array> xs;
   for (const Array& a : inputs) {
     Array c = a.to(device).copy();
     xs.push_back(noncontig ? testing::make_noncontiguous(c) : c);
   }
-  backends::fused_update<S>(xs[0], xs[1], xs.data() + 2, []<class T>() {
-    using C = compute_t<T>;
-    return [](T& p, const T& g, auto&... s) {
-      C acc = C(g);
-      ((acc = acc * C(0.5) + C(s), s = T(acc * acc)), ...);
-      p = T(C(p) - C(0.1) * acc);
-    };
-  }, "test");
+  backends::fused_update<ChainStep<S>::template Step>(xs[0], xs[1], xs.data() + 2, "test", 0.1);
   std::vector<Array> out;
   for (std::size_t k = 0; k < 2 + S; ++k) {
     if (k != 1) out.push_back(xs[k].to(Device::cpu()));
@@ -327,9 +336,8 @@ TEST(FusedUpdate, CpuLoopMatchesReferenceLoop) {
 }
 
 TEST(FusedUpdate, Errors) {
-  const auto make = []<class T>() { return [](T&, const T&) {}; };
   const Array i = Array::zeros({3}, Dtype::int32);
-  expect_error<DtypeError>([&] { backends::fused_update<0>(i, i, nullptr, make, "MyOptimizer"); },
+  expect_error<DtypeError>([&] { backends::fused_update<ChainStep<0>::Step>(i, i, nullptr, "MyOptimizer", 0.1); },
                            {"MyOptimizer", "floating", "int32"});
 }
 
