@@ -207,6 +207,7 @@ CommunicatorImpl::CommunicatorImpl(const VariantEntry& variant, MPI_Comm base, c
     ch->owner = this;
     ch->slot.diagnose = &CommunicatorImpl::diagnose;
     ch->slot.context = ch;
+    if (progress_ != nullptr) ch->slot.heartbeat = &progress_[topo_.intra_rank].alive_ns;
     watch(&ch->slot);
   }
   {

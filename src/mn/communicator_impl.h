@@ -142,8 +142,9 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   void check_fingerprint(Channel& ch, const Fingerprint& fp, uint64_t seq);
   void begin(Channel& ch, const std::string& what, uint64_t seq, int peer);
   /// The ranks a wait of `ch` in collective `seq` (or point-to-point with `peer`) still misses, as
-  /// far as this rank can tell: peers on this host from the progress board, the ranks of other hosts
-  /// when every rank here has arrived. Empty when it cannot tell.
+  /// far as this rank can tell: peers on this host from the progress board (those that have not
+  /// entered it, then those whose process stopped inside it), the ranks of other hosts when every
+  /// rank here has arrived. Empty when it cannot tell.
   std::string missing_ranks(const Channel& ch, uint64_t seq, int peer) const;
   static std::string diagnose(const WaitSlot& slot, const void* context);
   void map_progress_board();
@@ -164,11 +165,13 @@ class CommunicatorImpl : public std::enable_shared_from_this<CommunicatorImpl> {
   std::vector<int> world_of_;  // rank in MPI_COMM_WORLD of each rank
   bool world_numbering_ = true;          // world_of_[r] == r for every rank of the world
   int64_t timeout_ns_ = 0;
-  // Per rank of this host (by intra rank), the last collective it entered on each channel; shared
-  // memory, so a rank that waits too long can name the peers that never arrived.
+  // Per rank of this host (by intra rank), the last collective it entered on each channel and its
+  // watchdog's heartbeat (steady_ns, 0: none yet); shared memory, so a rank that waits too long can
+  // name the peers that never arrived or that stopped inside the operation.
   struct ProgressLine {
     std::atomic<uint64_t> entered[2];
-    char pad[48];
+    std::atomic<int64_t> alive_ns;
+    char pad[40];
   };
   SharedSegment progress_segment_;
   ProgressLine* progress_ = nullptr;

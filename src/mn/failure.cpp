@@ -59,13 +59,28 @@ std::string format_seconds(int64_t ns) {
 
 [[noreturn]] void watchdog_loop() {
   FailureState& st = state();
+  constexpr int64_t kPassNs = 50'000'000;
+  // A pass this much later than asked means this whole process was stopped (SIGSTOP, a debugger)
+  // or not scheduled: its own waits did not stall for that long, so they move by the gap instead
+  // of blaming the others when it runs again (Open MPI resumes a stopped rank to end it).
+  constexpr int64_t kFrozenNs = 1'000'000'000;
+  int64_t last = 0;
   for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kPassNs));
     const int64_t now = steady_ns();
+    const int64_t gap = last == 0 ? 0 : now - last - kPassNs;
+    last = now;
     std::lock_guard<std::mutex> lock(st.scan_mutex);
     for (auto& entry : st.slots) {
       WaitSlot* slot = entry.load(std::memory_order_acquire);
       if (slot == nullptr) continue;
+      if (slot->heartbeat != nullptr) slot->heartbeat->store(now, std::memory_order_release);
+      if (gap > kFrozenNs) {
+        int64_t began = slot->since_ns.load(std::memory_order_acquire);
+        // Only the same wait moves: its thread may end it (0) or begin another meanwhile.
+        if (began != 0) slot->since_ns.compare_exchange_strong(began, began + gap, std::memory_order_acq_rel);
+        continue;
+      }
       const int64_t since = slot->since_ns.load(std::memory_order_acquire);
       const int64_t timeout = slot->timeout_ns.load(std::memory_order_relaxed);
       if (since == 0 || timeout <= 0 || now - since <= timeout) continue;

@@ -23,6 +23,9 @@ struct WaitSlot {
   const void* context = nullptr;
   std::atomic<uint64_t> seq{0};  // the collective's sequence number on its channel; 0: point-to-point
   std::atomic<int> peer{-1};     // point-to-point: the other rank
+  // Set once by the owner before watch(): where the watchdog writes steady_ns() on every pass, so
+  // that the other ranks of the host can tell a stopped process (its heartbeat ages) from a slow one.
+  std::atomic<int64_t>* heartbeat = nullptr;
 };
 
 /// Records this process's rank and host for failure lines (the first call wins) and installs the

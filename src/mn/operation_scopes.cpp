@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "src/mn/communicator_helpers.h"
@@ -165,23 +166,53 @@ std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int
   const auto name = [&](int r) {
     return rank_name(r) + " on host " + topo_.host_names[static_cast<std::size_t>(topo_.host_of[static_cast<std::size_t>(r)])];
   };
+  // This host's ranks in rank order are its intra ranks; -1 for a rank of another host.
+  const auto intra_of = [&](int r) {
+    if (topo_.host_of[static_cast<std::size_t>(r)] != topo_.inter_rank) return -1;
+    int q = 0;
+    for (int k = 0; k < r; ++k) q += topo_.host_of[static_cast<std::size_t>(k)] == topo_.inter_rank ? 1 : 0;
+    return q;
+  };
+  // How long the process of rank r (on this host) has shown no sign of life; 0 when it has, or
+  // when that cannot be seen. Its watchdog beats every 50 ms; a process stopped whole (SIGSTOP)
+  // stops beating, wherever its threads were.
+  const int64_t now = steady_ns(), stale_ns = std::min<int64_t>(1'000'000'000, timeout_ns_ / 2);
+  const auto silent_ns = [&](int r) -> int64_t {
+    const int q = intra_of(r);
+    if (progress_ == nullptr || q < 0) return 0;
+    const int64_t beat = progress_[q].alive_ns.load(std::memory_order_acquire);
+    return beat != 0 && now - beat > stale_ns ? now - beat : 0;
+  };
+  const auto seconds = [](int64_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f s", static_cast<double>(ns) * 1e-9);
+    return std::string(buf);
+  };
   if (peer >= 0 && peer < topo_.size) {
+    if (const int64_t silent = silent_ns(peer)) {
+      return "waiting for " + name(peer) + ", which is stopped: its process has shown no sign of life for " +
+             seconds(silent);
+    }
     return "waiting for " + name(peer) + ", which is stopped, cut off, failed, or not calling the matching operation";
   }
   if (seq == 0 || (progress_ == nullptr && topo_.intra_size > 1)) return "";
-  std::string behind;
-  int n_behind = 0;
+  std::string behind, stopped;
+  int n_behind = 0, n_stopped = 0;
   std::vector<int> elsewhere;
-  int q = 0;  // intra rank of r: this host's ranks in rank order
   for (int r = 0; r < topo_.size; ++r) {
-    if (topo_.host_of[static_cast<std::size_t>(r)] != topo_.inter_rank) {
+    const int intra = intra_of(r);
+    if (intra < 0) {
       elsewhere.push_back(r);
       continue;
     }
-    const int intra = q++;
     if (r == topo_.rank) continue;
     const uint64_t e = progress_[intra].entered[ch.index].load(std::memory_order_acquire);
-    if (e >= seq) continue;
+    if (e >= seq) {
+      if (const int64_t silent = silent_ns(r)) {
+        stopped += (n_stopped++ == 0 ? "" : ", ") + name(r) + " (no sign of life for " + seconds(silent) + ")";
+      }
+      continue;
+    }
     behind += (n_behind++ == 0 ? "" : ", ") + name(r) +
               (e == 0 ? " (entered no collective of this communicator yet)"
                       : " (last entered #" + std::to_string(e) + ")");
@@ -189,6 +220,11 @@ std::string CommunicatorImpl::missing_ranks(const Channel& ch, uint64_t seq, int
   if (n_behind > 0) {
     return "waiting for " + behind + (n_behind == 1 ? ", which has" : ", which have") +
            " not reached this operation (stopped, failed, or calling another one)";
+  }
+  // Every rank here has entered the operation; one whose process has stopped is stuck inside it.
+  if (n_stopped > 0) {
+    return "waiting for " + stopped + (n_stopped == 1 ? ", which is" : ", which are") +
+           " stopped inside this operation";
   }
   if (elsewhere.empty()) return "";
   const std::string here = topo_.intra_size > 1 ? "every rank on this host has arrived; " : "";

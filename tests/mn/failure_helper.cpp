@@ -10,7 +10,8 @@
 // mn::functions::send has the wrong shape), recv_obj (rank 0 waits in recv_obj for the last rank, which
 // never sends), split (the last rank calls allreduce where the others split), sub_stop (every rank
 // splits into a communicator numbered in reverse; the last rank stops while the others wait in its
-// allreduce). Without timeout_ms, the communicator's default
+// allreduce), inside (the last rank stops inside an allreduce it entered first), background_inside
+// (the same inside a start_mean_grad request's background allreduce). Without timeout_ms, the communicator's default
 // (RENSA_MN_TIMEOUT) holds.
 #include <signal.h>
 #include <sys/mman.h>
@@ -80,6 +81,27 @@ int main(int argc, char** argv) {
     mn::Communicator sub = comm.split(0, last - comm.rank());
     if (culprit) raise(SIGSTOP);
     for (;;) sub.allreduce(x);
+  }
+  if (scenario == "inside" || scenario == "background_inside") {
+    // The last rank enters the operation first and stops while it waits inside for the others, who
+    // arrive later: every rank has entered it, so only the stopped process's silence can name it.
+    std::thread stopper;
+    if (culprit) {
+      stopper = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        raise(SIGSTOP);
+      });
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    }
+    rensa::Array g = rensa::Array::ones({1 << 16});
+    if (scenario == "inside") {
+      comm.allreduce(x);
+    } else {
+      comm.start_mean_grad({g}).wait();
+    }
+    stopper.join();
+    return 0;
   }
   if (culprit) {
     if (scenario == "throw") throw std::runtime_error("boom on purpose");

@@ -283,6 +283,32 @@ TEST(Failure, StoppedRankEndsBackgroundRequestsToo) {
   EXPECT_OUTPUT(r, "(entered no collective of this communicator yet)");
 }
 
+// A rank stopped inside an operation every rank has entered is named by its silence: its process's
+// heartbeat on the host's progress board ages. The stopped rank, resumed by Open MPI to be ended,
+// prints nothing (its watchdog does not count the time it was stopped).
+TEST(Failure, RankStoppedInsideAnAllreduceIsNamed) {
+  const JobResult r = run_job({"inside", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 1.0 + 2.0 + 8.0);
+  EXPECT_OUTPUT(r, ": allreduce #5 (flat, 4.0 kB): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+  EXPECT_OUTPUT(r, "(no sign of life for ");
+  EXPECT_OUTPUT(r, "stopped inside this operation");
+  EXPECT_FALSE(contains(r.output, "\n" + culprit())) << r.output;
+}
+
+TEST(Failure, RankStoppedInsideABackgroundAllreduceIsNamed) {
+  const JobResult r = run_job({"background_inside", "2000"});
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.seconds, 1.0 + 2.0 + 8.0);
+  EXPECT_OUTPUT(r, ": mean_grad #1 (flat, 262.1 kB, background): no progress for ");
+  EXPECT_OUTPUT(r, "waiting for " + culprit());
+  EXPECT_OUTPUT(r, "stopped inside this operation");
+  EXPECT_FALSE(contains(r.output, "\n" + culprit())) << r.output;
+}
+
 TEST(Failure, RankLeavingEarlyDoesNotHangTheOthers) {
   const JobResult r = run_job({"exit", "2000"});
   EXPECT_FALSE(r.timed_out);
