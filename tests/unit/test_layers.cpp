@@ -1,7 +1,8 @@
 // The layering of the sources (docs/HACKING.md, "Layers"): a header or source file under
 // include/rensa/ or src/ includes rensa headers of its own layer and of the layers below it only.
-// Also that HACKING's directory map names every part of the tree, so it cannot drift. The test
-// reads the files; it links nothing of rensa.
+// Also that the reference backend includes nothing of the cpu backend's code, so that tests
+// comparing the two compare independent formulas, and that HACKING's directory map names every
+// part of the tree, so it cannot drift. The test reads the files; it links nothing of rensa.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -65,6 +66,30 @@ std::string part_of(std::string_view path, std::string_view prefix) {
   return std::string(path.substr(0, path.find('/')));
 }
 
+// The header named by an #include line ("x" or <x>, with any blanks around '#'), and whether it
+// is quoted; nothing for any other line.
+struct Include {
+  std::string header;
+  bool quoted = false;
+};
+
+std::optional<Include> include_of(std::string_view s) {
+  auto skip_blanks = [&s] {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  };
+  skip_blanks();
+  if (!s.starts_with('#')) return std::nullopt;
+  s.remove_prefix(1);
+  skip_blanks();
+  if (!s.starts_with("include")) return std::nullopt;
+  s.remove_prefix(7);
+  skip_blanks();
+  if (s.empty() || (s.front() != '"' && s.front() != '<')) return std::nullopt;
+  const char close = s.front() == '"' ? '"' : '>';
+  s.remove_prefix(1);
+  return Include{std::string(s.substr(0, s.find(close))), close == '"'};
+}
+
 struct Findings {
   std::size_t files = 0;
   std::size_t includes = 0;
@@ -104,23 +129,10 @@ Findings check_tree(const fs::path& root) {
     std::ifstream in(path);
     std::string line;
     for (int lineno = 1; std::getline(in, line); ++lineno) {
-      // #include "x" or #include <x>, with any blanks around '#'.
-      std::string_view s(line);
-      auto skip_blanks = [&s] {
-        while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-      };
-      skip_blanks();
-      if (!s.starts_with('#')) continue;
-      s.remove_prefix(1);
-      skip_blanks();
-      if (!s.starts_with("include")) continue;
-      s.remove_prefix(7);
-      skip_blanks();
-      if (s.empty() || (s.front() != '"' && s.front() != '<')) continue;
-      const char close = s.front() == '"' ? '"' : '>';
-      const bool quoted = close == '"';
-      s.remove_prefix(1);
-      const std::string header(s.substr(0, s.find(close)));
+      const std::optional<Include> include = include_of(line);
+      if (!include) continue;
+      const std::string& header = include->header;
+      const bool quoted = include->quoted;
       const std::string where = rel + ":" + std::to_string(lineno) + " includes " + header;
       std::optional<std::string> header_part;
       if (header.starts_with("rensa/")) {
@@ -236,6 +248,81 @@ TEST(Layers, CheckerFindsEachKindOfProblem) {
                                 "src/newpart/c.cpp: 'newpart' is in no layer of the table",
                             }));
   EXPECT_TRUE(f.unused_exceptions.empty());  // src/core/backward.cpp's include is the listed exception
+}
+
+// ---- backends that share no code (docs/HACKING.md, "Adding a kernel" and "Adding a backend") ----
+
+namespace {
+
+// A folder whose files include nothing from the listed folders, and why.
+struct Apart {
+  std::string dir;
+  std::vector<std::string> forbidden;
+  std::string why;
+};
+
+const std::vector<Apart> kApart = {
+    {"src/backends/reference/",
+     {"src/backends/common/", "src/backends/cpu/"},
+     "the reference backend is the tests' ground truth: its math is written from the definitions and shares "
+     "nothing with the cpu backend's, so that comparing the two can catch a wrong formula in either"},
+};
+
+// Each include in root of a header that its folder in kApart forbids, as "file:line includes header".
+std::vector<std::string> shared_includes(const fs::path& root) {
+  std::vector<std::string> found;
+  for (const Apart& apart : kApart) {
+    if (!fs::is_directory(root / apart.dir)) continue;
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(root / apart.dir)) {
+      if (entry.is_regular_file()) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& path : files) {
+      const std::string rel = fs::relative(path, root).generic_string();
+      std::ifstream in(path);
+      std::string line;
+      for (int lineno = 1; std::getline(in, line); ++lineno) {
+        const std::optional<Include> include = include_of(line);
+        if (!include) continue;
+        for (const std::string& forbidden : apart.forbidden) {
+          if (include->header.starts_with(forbidden)) {
+            found.push_back(rel + ":" + std::to_string(lineno) + " includes " + include->header);
+          }
+        }
+      }
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST(Layers, ReferenceBackendIncludesNothingOfTheCpuBackend) {
+  ASSERT_TRUE(fs::is_directory(fs::path(RENSA_SOURCE_DIR) / kApart[0].dir)) << kApart[0].dir;
+  const std::vector<std::string> found = shared_includes(RENSA_SOURCE_DIR);
+  EXPECT_TRUE(found.empty()) << "test_layers: " << kApart[0].why << "; write the reference's own version:\n"
+                             << lines(found);
+}
+
+TEST(Layers, CheckerFindsIncludesSharedBetweenBackends) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("rensa_test_apart." + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto write = [&root](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  write("src/backends/reference/a.cpp",
+        "#include \"src/backends/reference/formulas.h\"\n#include \"src/core/convert.h\"\n"
+        "  # include \"src/backends/common/scalar_ops.h\"\n// #include \"src/backends/cpu/loops.h\"\n");
+  write("src/backends/reference/sub/b.h", "#pragma once\n#include <src/backends/cpu/kernels.h>\n");
+  write("src/backends/cpu/c.cpp", "#include \"src/backends/common/scalar_ops.h\"\n");
+  const std::vector<std::string> found = shared_includes(root);
+  fs::remove_all(root);
+  EXPECT_EQ(found, (std::vector<std::string>{
+                       "src/backends/reference/a.cpp:3 includes src/backends/common/scalar_ops.h",
+                       "src/backends/reference/sub/b.h:2 includes src/backends/cpu/kernels.h",
+                   }));
 }
 
 // ---- the directory map (docs/HACKING.md, "Directory map") ----

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <vector>
 
-#include "src/backends/common/scalar_ops.h"
+#include "src/core/convert.h"
 
 namespace rensa::backends::reference {
 namespace {
+
+using rensa::detail::convert;
 
 // Offset of element (i0, i1, i2, i3) of a 4-d array, in elements.
 inline int64_t at4(const Array& a, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {

@@ -1,18 +1,39 @@
-// The reference backend: host memory and naive loops over multi-indices, written for clarity, not
-// speed. Tests compare the cpu backend (and later ones) against it.
+// The reference backend: host memory of its own and naive loops over multi-indices, written for
+// clarity, not speed, and sharing no code with the cpu backend (elementwise formulas in formulas.h).
+// Tests compare the cpu backend (and later ones) against it.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
-#include "src/backends/common/host_kernels.h"
-#include "src/backends/common/scalar_ops.h"
+#include "rensa/core/random.h"
+#include "src/backends/reference/formulas.h"
 #include "src/backends/reference/kernels.h"
+#include "src/core/convert.h"
 
 namespace rensa::backends {
-std::unique_ptr<Backend> make_host_backend(std::string_view name);
-
 namespace reference {
+
+using rensa::detail::convert;
+
 namespace {
+
+// Plain host memory: every block 64-byte aligned and a whole number of cache lines (at least one, so
+// that 0 bytes still get a valid pointer).
+class ReferenceBackend : public Backend {
+ public:
+  std::string_view name() const override { return "reference"; }
+  void* allocate(std::size_t nbytes) override {
+    void* p = std::aligned_alloc(64, nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64);
+    RENSA_CHECK(p != nullptr, Error, "reference: out of memory allocating ", nbytes, " bytes");
+    return p;
+  }
+  void deallocate(void* ptr, std::size_t) noexcept override { std::free(ptr); }
+  void memcpy_from_host(void* dst, const void* src, std::size_t nbytes) override { std::memcpy(dst, src, nbytes); }
+  void memcpy_to_host(void* dst, const void* src, std::size_t nbytes) override { std::memcpy(dst, src, nbytes); }
+};
 
 // Calls f(offsets...) for every multi-index of `shape`, with each array's element offset.
 template <std::size_t N, class F>
@@ -54,13 +75,22 @@ void copy(const Array& src, const Array& dst) {
   });
 }
 
+namespace {
+// Floating elements widen exactly to double, integer and bool ones to int64.
+template <class T>
+auto widened(T v) {
+  if constexpr (is_floating(dtype_of<T>())) {
+    return static_cast<double>(static_cast<compute_t<T>>(v));
+  } else {
+    return static_cast<int64_t>(v);
+  }
+}
+}  // namespace
+
 void unary(UnaryOp op, const Array& x, const Array& y, double p0, double p1) {
   dispatch_floating(x.dtype(), "reference unary", [&]<class T>() {
-    using C = compute_t<T>;
-    dispatch_unary(op, [&]<UnaryOp Op>() {
-      for_each_index<2>(x.shape(), {&x, &y}, [&](auto off) {
-        ptr<T>(y)[off[1]] = T(unary_fn<Op, C>(C(ptr<T>(x)[off[0]]), C(p0), C(p1)));
-      });
+    for_each_index<2>(x.shape(), {&x, &y}, [&](auto off) {
+      ptr<T>(y)[off[1]] = convert<T>(formulas::unary(op, widened(ptr<T>(x)[off[0]]), p0, p1));
     });
   });
 }
@@ -69,12 +99,9 @@ void binary(BinaryOp op, const Array& a, const Array& b, const Array& out) {
   RENSA_CHECK(!is_floating_only(op) || is_floating(a.dtype()), DtypeError, "reference binary: ", op_name(op),
               " expects a floating dtype, got ", a.dtype());
   dispatch(a.dtype(), [&]<class T>() {
-    using C = compute_t<T>;
-    dispatch_binary(op, [&]<BinaryOp Op>() {
-      dispatch(out.dtype(), [&]<class O>() {
-        for_each_index<3>(out.shape(), {&a, &b, &out}, [&](auto off) {
-          ptr<O>(out)[off[2]] = convert<O>(binary_fn<Op, C>(C(ptr<T>(a)[off[0]]), C(ptr<T>(b)[off[1]])));
-        });
+    dispatch(out.dtype(), [&]<class O>() {
+      for_each_index<3>(out.shape(), {&a, &b, &out}, [&](auto off) {
+        ptr<O>(out)[off[2]] = convert<O>(formulas::binary(op, widened(ptr<T>(a)[off[0]]), widened(ptr<T>(b)[off[1]])));
       });
     });
   });
@@ -195,15 +222,50 @@ void where(const Array& cond, const Array& a, const Array& b, const Array& out) 
   });
 }
 
-void select_item(const Array& x, const Array& t, const Array& y) { host::select_item(x, t, y); }
-void scatter_item(const Array& gy, const Array& t, const Array& gx) { host::scatter_item(gy, t, gx); }
+namespace {
+// Calls f(i, label) for each row i of the labels t (N,), checked against [0, classes); `op` names the
+// function in errors.
+template <class F>
+void for_each_label(const Array& t, int64_t classes, const char* op, F&& f) {
+  dispatch(t.dtype(), [&]<class I>() {
+    if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
+      for (int64_t i = 0; i < t.shape()[0]; ++i) {
+        const int64_t label = ptr<I>(t)[i * t.strides()[0]];
+        RENSA_CHECK(label >= 0 && label < classes, IndexError, op, ": label ", label, " at position ", i,
+                    " is out of range [0, ", classes, ")");
+        f(i, label);
+      }
+    } else {
+      RENSA_THROW(DtypeError, op, ": labels must be int32 or int64, got ", t.dtype());
+    }
+  });
+}
+}  // namespace
+
+void select_item(const Array& x, const Array& t, const Array& y) {
+  dispatch(x.dtype(), [&]<class T>() {
+    for_each_label(t, x.shape()[1], "select_item", [&](int64_t i, int64_t c) {
+      ptr<T>(y)[i * y.strides()[0]] = ptr<T>(x)[i * x.strides()[0] + c * x.strides()[1]];
+    });
+  });
+}
+
+void scatter_item(const Array& gy, const Array& t, const Array& gx) {
+  fill(gx, 0.0);
+  dispatch(gx.dtype(), [&]<class T>() {
+    // The function that calls this kernel is select_item's backward: errors name select_item.
+    for_each_label(t, gx.shape()[1], "select_item", [&](int64_t i, int64_t c) {
+      ptr<T>(gx)[i * gx.strides()[0] + c * gx.strides()[1]] = ptr<T>(gy)[i * gy.strides()[0]];
+    });
+  });
+}
 // Naive loops index any strides: no layout is cheaper than another.
 MemoryFormat conv2d_memory_format(Dtype) { return MemoryFormat::contiguous; }
 
 }  // namespace reference
 
 std::unique_ptr<Backend> make_reference_backend() {
-  auto b = make_host_backend("reference");
+  auto b = std::make_unique<reference::ReferenceBackend>();
   RENSA_REGISTER_KERNELS(b->kernels(), reference);
   return b;
 }

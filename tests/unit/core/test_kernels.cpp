@@ -1,8 +1,8 @@
 // The cpu backend's kernels against the reference backend, through the Array API (astype, assign,
-// fill) and the kernel tables (unary, binary, reduce): every dtype and op, strided, transposed,
-// offset and broadcast (stride-0) layouts, size-0 and 0-d arrays, sizes on both sides of the
-// parallel threshold, and 1 and 2 threads. Outputs are compared over their whole storage, so a
-// kernel that writes outside a strided output view is caught too.
+// fill) and the kernel tables (unary, binary, reduce, scan, the recurrent cells): every dtype and
+// op, strided, transposed, offset and broadcast (stride-0) layouts, size-0 and 0-d arrays, sizes on
+// both sides of the parallel threshold, and 1 and 2 threads. Outputs are compared over their whole
+// storage, so a kernel that writes outside a strided output view is caught too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1003,6 +1003,62 @@ TEST_P(KernelsThreads, Reduce) {
     run_reduce(op, x, {0}, kContiguous, reduce_name(op) + " of (70000,)");
     Pair w = make_input(kStrided, {50, 1000}, Dtype::float32, reduce_values(op, Dtype::float32, 100000, 22, false));
     run_reduce(op, w, {0}, kContiguous, reduce_name(op) + " over the rows of a strided (50, 1000)");
+  }
+}
+
+// The fused LSTM and GRU cells in both gate layouts (Chainer's interleaved one and the n_step
+// networks' blocks), with and without r and each optional gradient, in every floating dtype, below
+// and above the threaded loops' threshold: the forward's outputs, and the backward's from the same
+// saved activations (the cpu forward's), each within the tolerance of an elementwise formula.
+TEST_P(KernelsThreads, RnnCells) {
+  uint64_t seed = 40;
+  auto input = [&](const Shape& s, Dtype d) { return make_input(kContiguous, s, d, ++seed); };
+  auto output = [](const Shape& s, Dtype d) { return make_output(kContiguous, s, d); };
+  auto expect_close = [](const Pair& p, Dtype d, const std::string& what) {
+    EXPECT_TRUE(test::close_within(p.cpu, p.ref.to(Device::cpu()), test::reference_tolerance(d))) << what;
+  };
+  for (Dtype d : kFloatDtypes) {
+    for (const auto& [B, H] : {std::pair<int64_t, int64_t>{5, 3}, {300, 40}}) {  // 300 x 4 x 40 = 48000
+      if (B > 5 && d != Dtype::float32) continue;  // the threaded rows: one dtype is enough
+      const std::string where = std::string(dtype_name(d)) + " B " + std::to_string(B) + " H " + std::to_string(H);
+      for (const LstmGates& g : {LstmGates{}, LstmGates{1, 2 * H, 0, H, 3 * H}}) {
+        const std::string layout = g.unit_stride == 4 ? " interleaved" : " blocks";
+        for (bool with_r : {false, true}) {
+          const std::string what = "lstm " + where + layout + (with_r ? " with r" : "");
+          const Pair x = input({B, 4 * H}, d), r = with_r ? input({B, 4 * H}, d) : Pair{}, cp = input({B, H}, d);
+          const Pair act = output({B, 4 * H}, d), c = output({B, H}, d), h = output({B, H}, d);
+          cpu_kernels().lstm_forward(x.cpu, r.cpu, cp.cpu, act.cpu, c.cpu, h.cpu, g);
+          ref_kernels().lstm_forward(x.ref, r.ref, cp.ref, act.ref, c.ref, h.ref, g);
+          expect_close(act, d, what + ": act");
+          expect_close(c, d, what + ": c");
+          expect_close(h, d, what + ": h");
+          const Pair saved{act.cpu, act.cpu.to(Device::reference())}, cell{c.cpu, c.cpu.to(Device::reference())};
+          for (const auto& [with_gc, with_gh] : {std::pair{true, true}, {true, false}, {false, true}}) {
+            const std::string grads = std::string(with_gc ? " gc" : "") + (with_gh ? " gh" : "");
+            const Pair gc = with_gc ? input({B, H}, d) : Pair{}, gh = with_gh ? input({B, H}, d) : Pair{};
+            const Pair gx = output({B, 4 * H}, d), gcp = output({B, H}, d);
+            cpu_kernels().lstm_backward(saved.cpu, cp.cpu, cell.cpu, gc.cpu, gh.cpu, gx.cpu, gcp.cpu, g);
+            ref_kernels().lstm_backward(saved.ref, cp.ref, cell.ref, gc.ref, gh.ref, gx.ref, gcp.ref, g);
+            expect_close(gx, d, what + grads + ": gx");
+            expect_close(gcp, d, what + grads + ": gc_prev");
+          }
+        }
+      }
+      const std::string what = "gru " + where;
+      const Pair x = input({B, 3 * H}, d), r = input({B, 3 * H}, d), hp = input({B, H}, d);
+      const Pair act = output({B, 3 * H}, d), h = output({B, H}, d);
+      cpu_kernels().gru_forward(x.cpu, r.cpu, hp.cpu, act.cpu, h.cpu);
+      ref_kernels().gru_forward(x.ref, r.ref, hp.ref, act.ref, h.ref);
+      expect_close(act, d, what + ": act");
+      expect_close(h, d, what + ": h");
+      const Pair saved{act.cpu, act.cpu.to(Device::reference())}, gh = input({B, H}, d);
+      const Pair gx = output({B, 3 * H}, d), gr = output({B, 3 * H}, d), ghp = output({B, H}, d);
+      cpu_kernels().gru_backward(saved.cpu, r.cpu, hp.cpu, gh.cpu, gx.cpu, gr.cpu, ghp.cpu);
+      ref_kernels().gru_backward(saved.ref, r.ref, hp.ref, gh.ref, gx.ref, gr.ref, ghp.ref);
+      expect_close(gx, d, what + ": gx");
+      expect_close(gr, d, what + ": gr");
+      expect_close(ghp, d, what + ": gh_prev");
+    }
   }
 }
 
