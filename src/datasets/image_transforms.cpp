@@ -6,6 +6,10 @@
 #include <cmath>
 #include <sstream>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "rensa/core/dtype.h"
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
@@ -50,6 +54,26 @@ bool bernoulli(uint32_t bits, double p) {
   return static_cast<double>(bits) * 0x1p-32 < p;
 }
 
+/// out[j] = in[n - 1 - j] for j < n.
+template <class T>
+void copy_reversed(const T* in, int64_t n, T* out) {
+  int64_t j = 0;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    // 16 bytes at a time, with SSE2's shuffles (no byte shuffle before SSSE3): the dwords
+    // reversed, then the words in each dword, then the bytes in each word.
+    for (; j + 16 <= n; j += 16) {
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + n - 16 - j));
+      v = _mm_shuffle_epi32(v, _MM_SHUFFLE(0, 1, 2, 3));
+      v = _mm_shufflehi_epi16(_mm_shufflelo_epi16(v, _MM_SHUFFLE(2, 3, 0, 1)), _MM_SHUFFLE(2, 3, 0, 1));
+      v = _mm_or_si128(_mm_slli_epi16(v, 8), _mm_srli_epi16(v, 8));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j), v);
+    }
+  }
+#endif
+  for (; j < n; ++j) out[j] = in[n - 1 - j];
+}
+
 /// crop_and_flip after its checks; `image` is (C, H, W), floating, on the host.
 Array crop_and_flip_unchecked(const char* who, const Array& image, int64_t pad, int64_t top, int64_t left,
                               int64_t height, int64_t width, bool flip_h, bool flip_v, double pad_value) {
@@ -80,6 +104,8 @@ Array crop_and_flip_unchecked(const char* who, const Array& image, int64_t pad, 
         const int64_t s = step * sw;
         if (s == 1 && j0 < j1) {
           std::copy_n(srow + first * sw + j0, j1 - j0, row + j0);
+        } else if (s == -1 && j0 < j1) {
+          copy_reversed(srow + first * sw - (j1 - 1), j1 - j0, row + j0);
         } else {
           for (int64_t j = j0; j < j1; ++j) row[j] = srow[first * sw + j * s];
         }

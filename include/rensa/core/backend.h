@@ -22,8 +22,9 @@ namespace rensa {
 
 // The op lists. Each op is named once here; the enums, the kernels' dispatch
 // (src/backends/common/scalar_ops.h), the names (op_name) and the kernel tests (every op on every
-// backend against the reference) all come from these lists. An op's scalar formula is
-// unary_fn/binary_fn in scalar_ops.h; a reduction's is in each backend's reduce kernel.
+// backend against the reference) all come from these lists. An op's scalar formula is written
+// twice, independently: unary_fn/binary_fn in scalar_ops.h for the host backends, and the
+// reference's in src/backends/reference/formulas.h; a reduction's is in each backend's reduce kernel.
 
 /// Elementwise functions of one array. p0/p1 are the parameters where one is named:
 /// leaky_relu (p0: slope for x < 0), elu (p0: alpha), pow_scalar (x ** p0), clip (min(max(x, p0),

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "rensa/datasets/image_io.h"
 #include "rensa/serializers/npz.h"
@@ -183,6 +184,31 @@ TEST(ImageIo, AFailedDecodeLeavesNoStateBehind) {
       const Array a = decode_image(good.data(), good.size(), "good", {.dtype = Dtype::uint8, .color = c});
       EXPECT_EQ(a.shape()[1], info.height);
       EXPECT_EQ(a.shape()[2], info.width);
+    }
+  }
+}
+
+TEST(ImageIo, ReusedBuffersGiveTheSameImages) {
+  // Each thread decodes into a buffer it keeps: an image decoded after a larger one (whose pixels
+  // are still in that buffer) equals the same image decoded on a fresh thread.
+  const std::vector<std::string> files = {"rgb.jpg", "cmyk.jpg", "gray.jpg", "rgb_progressive.jpg",
+                                          "rgb.png", "rgba.png", "gray.png", "palette.png"};
+  std::vector<Array> fresh;
+  std::thread([&] {
+    for (const std::string& f : files) {
+      for (const ImageColor c : {ImageColor::stored, ImageColor::rgb, ImageColor::gray}) {
+        fresh.push_back(read_image(fixture(f), {.dtype = Dtype::uint8, .color = c}));
+      }
+    }
+  }).join();
+  std::vector<uint8_t> big(3 * 64 * 96);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 13 % 256);
+  const std::string large = encode_image(Array::from_vector(big, Shape{3, 64, 96}), "png");
+  std::size_t k = 0;
+  for (const std::string& f : files) {
+    for (const ImageColor c : {ImageColor::stored, ImageColor::rgb, ImageColor::gray}) {
+      (void)decode_image(large.data(), large.size(), "large", {.dtype = Dtype::uint8});
+      EXPECT_TRUE(array_equal(read_image(fixture(f), {.dtype = Dtype::uint8, .color = c}), fresh[k++])) << f;
     }
   }
 }

@@ -69,6 +69,29 @@ TEST(CropAndFlip, MatchesTheReferenceLoopAtEveryWindow) {
   }
 }
 
+TEST(CropAndFlip, Uint8RowsOfEveryWidth) {
+  // uint8 rows are reversed 16 bytes at a time, then byte by byte: every width up to 40 and a long
+  // one, contiguous and strided, with padding on either side of the flipped part.
+  for (const int64_t w : {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 40, 227}) {
+    std::vector<uint8_t> v(static_cast<std::size_t>(2 * 3 * w));
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<uint8_t>(k * 7 % 251);
+    const Array image = Array::from_vector(v, Shape{2, 3, w});
+    const Array strided = image.transpose(Shape{0, 2, 1}).copy().transpose(Shape{0, 2, 1});
+    for (const Array& x : {image, strided}) {
+      for (const auto& [pad, left, width] :
+           {std::array<int64_t, 3>{0, 0, w}, {2, 0, w + 4}, {3, 1, w}, {1, 2, w - 1}}) {
+        if (width < 0 || left + width > w + 2 * pad) continue;
+        for (const bool fv : {false, true}) {
+          const Array got = crop_and_flip(x, pad, 0, left, 3, width, true, fv, 5.0);
+          ASSERT_TRUE(array_equal(got, reference_crop(x, pad, 0, left, 3, width, true, fv, 5.0)))
+              << "width " << w << " pad " << pad << " left " << left << " window width " << width << " contiguous "
+              << x.is_contiguous();
+        }
+      }
+    }
+  }
+}
+
 TEST(CropAndFlip, WholeWindowIsIdentityAndFlipTwiceIsIdentity) {
   const Array x = test::randn(Shape{3, 4, 6}, Dtype::float32);
   EXPECT_TRUE(array_equal(crop_and_flip(x, 0, 0, 0, 4, 6), x));
