@@ -5,13 +5,19 @@
 
 #include "rensa/core/error.h"
 #include "rensa/datasets/image_transforms.h"
+#include "src/datasets/batch_row.h"
 #include "src/datasets/image_common.h"
 
 namespace rensa::datasets::transforms {
 namespace {
 
-/// The image as a contiguous array of value_dtype (a copy; the input is never written to).
-Array as_values(const Array& image) { return image.astype(value_dtype(image.dtype())).copy(); }
+/// The image as a contiguous array of value_dtype (a copy; the input is never written to), in the
+/// batch row offered by a stacking loader when it fits (every conversion to value_dtype is exact).
+Array as_values(const Array& image) {
+  Array out = detail::image_output(image.shape(), value_dtype(image.dtype()), image.device());
+  out.assign(image);
+  return out;
+}
 
 /// Applies f(c, pointer to channel c's H*W values) to a contiguous float32/float64 image.
 template <class F>

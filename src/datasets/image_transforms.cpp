@@ -14,6 +14,7 @@
 #include "rensa/core/error.h"
 #include "rensa/core/random.h"
 #include "rensa/datasets/example_key.h"
+#include "src/datasets/batch_row.h"
 #include "src/datasets/image_common.h"
 
 namespace rensa::datasets::transforms {
@@ -243,7 +244,7 @@ Array Normalize::apply(const Array& image) const {
   RENSA_CHECK(channels == static_cast<int64_t>(mean_.size()), ShapeError, who, ": the image of shape ", shape, " has ",
               channels, " channels but there are ", mean_.size(), " means and stddevs");
   const Dtype out_dtype = image.dtype() == Dtype::uint8 ? Dtype::float32 : image.dtype();
-  Array out = Array::empty(shape, out_dtype, image.device());
+  Array out = detail::image_output(shape, out_dtype, image.device());
   dispatch_image(image.dtype(), who, [&]<class T>() {
     using O = std::conditional_t<std::is_same_v<T, uint8_t>, float, T>;
     using C = compute_t<O>;

@@ -1,5 +1,6 @@
 // MultithreadIterator: the state machine runs on the caller's thread, ahead of the returned batch;
-// worker threads read the examples of the batches planned ahead.
+// worker threads read the examples of the batches planned ahead and, with `stack`, write each one
+// into its row of a reusable batch buffer as soon as it is read.
 
 #include "rensa/iterators/multithread_iterator.h"
 
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <atomic>
@@ -14,11 +16,14 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "rensa/core/error.h"
 #include "rensa/datasets/concat_examples.h"
 #include "rensa/datasets/example_key.h"
+#include "src/datasets/batch_row.h"
+#include "src/datasets/common.h"
 
 namespace rensa::iterators {
 
@@ -31,7 +36,10 @@ struct Pending {
   detail::IteratorState state_after;
   bool end = false;  // the iterator had finished: next() returns std::nullopt
   Batch examples;
-  std::vector<Array> arrays;  // stacked by the workers (options.stack)
+  std::vector<Array> arrays;   // stacked by the workers (options.stack)
+  std::vector<Array> buffers;  // where the workers stack each example as it is read; empty: not yet known
+  std::atomic<bool> misfit{false};  // an example did not fit `buffers`: stacked again by concat_examples
+  bool restacked = false;           // guarded by Impl::mutex; `arrays` came from concat_examples
   int chunks_left = 0;        // guarded by Impl::mutex
   bool done = false;          // guarded by Impl::mutex
   std::exception_ptr error;   // guarded by Impl::mutex; the first error of any chunk
@@ -44,6 +52,37 @@ struct Task {
   std::shared_ptr<Pending> batch;
   std::size_t begin = 0, end = 0;
 };
+
+/// Copies `example` into row `b` of `buffers` (one array per column, batch axis first); false when
+/// it does not fit (columns, null, shape, dtype or device differ), which concat_examples then reports
+/// or handles.
+bool stack_row(const std::vector<Array>& buffers, int64_t b, const datasets::Example& example) {
+  if (example.size() != buffers.size()) return false;
+  for (std::size_t c = 0; c < buffers.size(); ++c) {
+    const Array& x = example[c];
+    const Array& buffer = buffers[c];
+    if (x.is_null() || x.dtype() != buffer.dtype() || x.device() != buffer.device() || x.ndim() + 1 != buffer.ndim()) {
+      return false;
+    }
+    for (int64_t d = 0; d < x.ndim(); ++d) {
+      if (x.shape()[static_cast<std::size_t>(d)] != buffer.shape()[static_cast<std::size_t>(d) + 1]) return false;
+    }
+  }
+  for (std::size_t c = 0; c < buffers.size(); ++c) {
+    const Array& x = example[c];
+    const Array row = datasets::detail::row_view(buffers[c], b);
+    if (x.storage() == row.storage()) {
+      // A transform wrote the image into the offered row: done, unless what it returned is another
+      // part of the buffer (a view), which must not be copied onto itself.
+      if (x.raw_data() != row.raw_data() || !x.is_contiguous()) row.assign(x.copy());
+    } else if (x.is_contiguous()) {
+      if (row.nbytes() != 0) std::memcpy(row.raw_data(), x.raw_data(), row.nbytes());
+    } else {
+      row.assign(x);
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -65,6 +104,12 @@ struct MultithreadIterator::Impl {
   bool stop = false;                // guarded by mutex
   std::deque<std::shared_ptr<Pending>> pipeline;  // caller's thread only
   std::vector<std::thread> workers;
+  // Reusable batch buffers (options.stack), caller's thread only. The column layout (shape without
+  // the batch axis, dtype) is learned from the last batch concat_examples stacked; a set is reused
+  // once nothing but the pool holds its memory (the step, its graph and the user have let go).
+  std::vector<std::pair<Shape, Dtype>> layout;
+  std::vector<std::vector<Array>> pool;
+  std::size_t pool_next = 0;  // the entry replaced next when the pool is full and every set is in use
 
   Impl(datasets::DatasetPtr dataset, int64_t batch_size, const MultithreadIteratorOptions& o)
       : plan("MultithreadIterator", std::move(dataset), batch_size, o.repeat, o.shuffle, o.seed, o.order_sampler),
@@ -117,7 +162,17 @@ struct MultithreadIterator::Impl {
         try {
           for (; k < task.end && !p.cancelled; ++k) {
             const datasets::EpochScope epoch(p.epochs[k]);
-            p.examples[k] = plan.dataset->get_example(p.indices[k]);
+            if (p.buffers.empty()) {
+              p.examples[k] = plan.dataset->get_example(p.indices[k]);
+              continue;
+            }
+            {
+              // A transform making the image may write it straight into its row (batch_row.h).
+              const datasets::detail::BatchRowOffer offer(datasets::detail::row_view(p.buffers[0], static_cast<int64_t>(k)));
+              p.examples[k] = plan.dataset->get_example(p.indices[k]);
+            }
+            // Stacked while the example is still in this core's cache.
+            if (!p.misfit && !stack_row(p.buffers, static_cast<int64_t>(k), p.examples[k])) p.misfit = true;
           }
         } catch (...) {
           error = std::current_exception();
@@ -138,15 +193,24 @@ struct MultithreadIterator::Impl {
         if (last && !stack_it) p.done = true;
       }
       if (stack_it) {
-        // The last chunk stacks the batch; the others are finished, so the examples are settled.
+        // The last chunk finishes the batch; the others are done, so the examples are settled. When
+        // an example did not fit the buffers (or there were none yet), concat_examples stacks them
+        // all (and reports what is wrong, if anything).
         std::exception_ptr stack_error;
+        bool restacked = false;
         try {
-          p.arrays = datasets::concat_examples(p.examples);
+          if (!p.buffers.empty() && !p.misfit) {
+            p.arrays = std::move(p.buffers);
+          } else {
+            p.arrays = datasets::concat_examples(p.examples);
+            restacked = true;
+          }
         } catch (...) {
           stack_error = std::current_exception();
         }
         std::lock_guard lock(mutex);
         p.error = std::move(stack_error);
+        p.restacked = restacked;
         p.done = true;
       }
       if (last) done_cv.notify_all();
@@ -172,6 +236,7 @@ struct MultithreadIterator::Impl {
       pipeline.push_back(std::move(p));
       return;
     }
+    if (stack && !layout.empty()) p->buffers = acquire_buffers(static_cast<int64_t>(n));
     // One slice per worker (at least one example each), so a batch is spread over all of them.
     const std::size_t n_chunks = std::min<std::size_t>(n, static_cast<std::size_t>(n_threads));
     const std::size_t per = (n + n_chunks - 1) / n_chunks;
@@ -211,6 +276,7 @@ struct MultithreadIterator::Impl {
         done_cv.wait(lock, [&] { return p->done; });
       }
     }
+    if (p->restacked && !p->error) learn_layout(p->arrays);
     previous_epoch_detail = plan.epoch_detail(state);
     state = p->state_after;
     if (p->end) lookahead = state;  // plan again from the end (it stays the end until reset)
@@ -225,6 +291,73 @@ struct MultithreadIterator::Impl {
       }
     }
     return p;
+  }
+
+  /// Batch buffers: at most this many sets are kept, enough for the batches in flight, the one the
+  /// step uses and one more its graph or an evaluation may still hold.
+  std::size_t pool_capacity() const { return static_cast<std::size_t>(n_prefetch) + 3; }
+
+  /// A set of buffers for a batch of `rows` examples of the known layout: a pooled one that nothing
+  /// else holds, else a new one (kept in the pool).
+  std::vector<Array> acquire_buffers(int64_t rows) {
+    auto fits = [&](const std::vector<Array>& set) {
+      for (std::size_t c = 0; c < layout.size(); ++c) {
+        if (set[c].shape()[0] != rows || set[c].dtype() != layout[c].second) return false;
+        if (set[c].shape().size() != layout[c].first.size() + 1) return false;
+        for (std::size_t d = 0; d < layout[c].first.size(); ++d) {
+          if (set[c].shape()[d + 1] != layout[c].first[d]) return false;
+        }
+      }
+      return set.size() == layout.size();
+    };
+    for (const auto& set : pool) {
+      if (unused(set) && fits(set)) return set;
+    }
+    std::vector<Array> fresh;
+    fresh.reserve(layout.size());
+    for (const auto& [row_shape, dtype] : layout) {
+      Shape shape = row_shape;
+      shape.insert(0, rows);
+      fresh.push_back(Array::empty(shape, dtype, Device::cpu()));
+    }
+    keep(fresh);
+    return fresh;
+  }
+
+  /// True when only the pool holds the set's memory (no batch, view, graph or user).
+  static bool unused(const std::vector<Array>& set) {
+    return std::all_of(set.begin(), set.end(), [](const Array& a) { return a.storage().use_count() == 1; });
+  }
+
+  /// Adds a set to the pool; when full, it takes the place of an unused set, else of the next one in
+  /// turn (whose memory then goes when its holder lets go).
+  void keep(const std::vector<Array>& set) {
+    if (pool.size() < pool_capacity()) {
+      pool.push_back(set);
+      return;
+    }
+    for (auto& entry : pool) {
+      if (unused(entry)) {
+        entry = set;
+        return;
+      }
+    }
+    pool[pool_next++ % pool.size()] = set;
+  }
+
+  /// Learns the column layout from a batch stacked by concat_examples, whose arrays join the pool.
+  void learn_layout(const std::vector<Array>& arrays) {
+    if (arrays.empty()) return;
+    std::vector<std::pair<Shape, Dtype>> seen;
+    for (const Array& a : arrays) {
+      if (a.ndim() < 1 || a.device() != Device::cpu() || !a.is_contiguous()) return;
+      seen.emplace_back(Shape(std::span<const int64_t>(a.shape().data() + 1, a.shape().size() - 1)), a.dtype());
+    }
+    if (seen != layout) {
+      layout = std::move(seen);
+      pool.clear();
+    }
+    keep(arrays);
   }
 
   /// Drops the planned batches (workers skip what they have not started) and plans from `state`.

@@ -2,10 +2,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include "rensa/datasets/concat_examples.h"
+#include "rensa/datasets/image_transforms.h"
 #include "rensa/datasets/transform_dataset.h"
 #include "rensa/datasets/tuple_dataset.h"
 #include "rensa/iterators/multithread_iterator.h"
@@ -90,6 +94,105 @@ TEST(MultithreadIterator, StackedBatchesMatchConcatExamples) {
     expect_same(serial, multi, 10, true);
     EXPECT_FALSE(multi.next_arrays().has_value());
   }
+}
+
+TEST(MultithreadIterator, StackedBatchesReuseTheirBuffers) {
+  // After the first batches (stacked by concat_examples while the layout is learned), the workers
+  // stack into a few buffers, reused once a batch is let go: the same bytes as SerialIterator's.
+  auto ds = make_dataset(37);
+  SerialIterator serial(ds, 4, {.seed = 5});
+  MultithreadIterator multi(ds, 4, {.seed = 5, .n_threads = 2, .n_prefetch = 1, .stack = true});
+  std::set<const void*> seen;
+  for (int s = 0; s < 40; ++s) {
+    auto x = serial.next_arrays();
+    auto y = multi.next_arrays();
+    ASSERT_TRUE(x && y);
+    for (std::size_t c = 0; c < 2; ++c) EXPECT_TRUE(array_equal((*x)[c], (*y)[c])) << "step " << s;
+    seen.insert((*y)[1].raw_data());
+  }
+  // At most n_prefetch + 3 sets are kept; a few more were made before the layout was known.
+  EXPECT_LE(seen.size(), 6u);
+}
+
+TEST(MultithreadIterator, AHeldBatchIsNeverOverwritten) {
+  auto ds = make_dataset(50);
+  SerialIterator serial(ds, 5, {.seed = 9});
+  MultithreadIterator multi(ds, 5, {.seed = 9, .n_threads = 3, .n_prefetch = 2, .stack = true});
+  std::vector<std::vector<Array>> held, want;
+  for (int s = 0; s < 30; ++s) {
+    auto y = multi.next_arrays();
+    auto x = serial.next_arrays();
+    if (s % 3 == 0) {  // keep every third batch (its view of column 1 too) while iterating on
+      held.push_back({(*y)[0], (*y)[1].index({Slice{1, std::nullopt, 1}})});
+      want.push_back({(*x)[0], (*x)[1].index({Slice{1, std::nullopt, 1}})});
+    }
+  }
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    EXPECT_TRUE(array_equal(held[k][0], want[k][0])) << "held batch " << k;
+    EXPECT_TRUE(array_equal(held[k][1], want[k][1])) << "held batch " << k;
+  }
+}
+
+TEST(MultithreadIterator, ImageTransformsWriteIntoTheBatch) {
+  // Normalize makes each image in its row of the batch (no second copy), and what a later transform
+  // returns instead (a flipped view of that row) is still stacked right.
+  auto images = [](int64_t n) {
+    std::vector<uint8_t> px;
+    for (int64_t i = 0; i < n * 3 * 4 * 5; ++i) px.push_back(static_cast<uint8_t>((i * 37) % 251));
+    return std::make_shared<datasets::TupleDataset>(std::vector<Array>{
+        Array::from_vector(px, Shape{n, 3, 4, 5}), Array::from_vector(std::vector<int32_t>(n, 7), Shape{n})});
+  };
+  const datasets::transforms::Normalize normalize({10, 20, 30}, {2, 4, 8});
+  for (const bool flip_after : {false, true}) {
+    std::mutex mutex;
+    std::map<int64_t, const void*> made_at;  // example (by its first pixel) -> where Normalize wrote it
+    auto transform = [&](bool record) {
+      return [&, record](Example ex) {
+        ex = normalize(std::move(ex));
+        if (record) {
+          std::lock_guard lock(mutex);
+          made_at[static_cast<int64_t>(ex[0].at<float>({0, 0, 0}) * 2 + 10)] = ex[0].raw_data();
+        }
+        if (flip_after) ex[0] = ex[0].index({Slice{}, Slice{}, Slice{std::nullopt, std::nullopt, -1}});
+        return ex;
+      };
+    };
+    // In order, so that a batch shares no example with the one read meanwhile (30 = 5 batches).
+    SerialIterator serial(std::make_shared<datasets::TransformDataset>(images(30), transform(false)), 6,
+                          {.shuffle = false});
+    MultithreadIterator multi(std::make_shared<datasets::TransformDataset>(images(30), transform(true)), 6,
+                              {.shuffle = false, .n_threads = 2, .n_prefetch = 1, .stack = true});
+    int in_place = 0;
+    for (int s = 0; s < 12; ++s) {
+      auto y = multi.next_arrays();
+      auto x = serial.next_arrays();
+      ASSERT_EQ((*y)[0].dtype(), Dtype::float32);
+      EXPECT_TRUE(array_equal((*x)[0], (*y)[0])) << "step " << s << (flip_after ? ", flipped" : "");
+      EXPECT_TRUE(array_equal((*x)[1], (*y)[1]));
+      bool all_rows = true;
+      for (int64_t b = 0; b < 6; ++b) {
+        // The row's first pixel (last one when flipped) names the example.
+        const Array row = (*y)[0].index({b});
+        const double first = flip_after ? row.at<float>({0, 0, 4}) : row.at<float>({0, 0, 0});
+        std::lock_guard lock(mutex);
+        all_rows = all_rows && made_at[static_cast<int64_t>(first * 2 + 10)] == row.raw_data();
+      }
+      in_place += all_rows ? 1 : 0;
+    }
+    // Every batch after the first two (stacked while the layout was learned) was made in place.
+    EXPECT_EQ(in_place, 10) << (flip_after ? "flipped" : "");
+  }
+}
+
+TEST(MultithreadIterator, ALayoutChangeIsStackedAndLearned) {
+  // Examples 0-9 are (3,), the rest (4,): whole batches of either kind stack as SerialIterator's do.
+  auto ds = std::make_shared<datasets::TransformDataset>(make_dataset(30), [](Example ex) {
+    if (ex[0].item<int64_t>() >= 10) ex[1] = Array::full(Shape{4}, static_cast<double>(ex[0].item<int64_t>()));
+    return ex;
+  });
+  SerialIterator serial(ds, 5, {.repeat = false, .shuffle = false});
+  MultithreadIterator multi(ds, 5, {.repeat = false, .shuffle = false, .n_threads = 2, .n_prefetch = 1, .stack = true});
+  expect_same(serial, multi, 7, true);
 }
 
 TEST(MultithreadIterator, NonRepeatEndsAndResets) {
