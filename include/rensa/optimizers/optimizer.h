@@ -81,6 +81,7 @@ class UpdateRule {
 class OptimizerHook {
  public:
   virtual ~OptimizerHook() = default;
+  /// The hook's name, unique among an optimizer's hooks (Chainer's hook.name).
   virtual const char* name() const = 0;
   /// Called with the optimizer after gradients are computed, before any parameter is updated.
   virtual void operator()(Optimizer& optimizer) = 0;
