@@ -41,14 +41,14 @@ class Shape {
   }
   /// A copy of `o`.
   Shape(const Shape& o) { assign(o.data(), o.size()); }
-  /// Takes `o`'s entries; `o` is left valid but unspecified.
+  /// Takes `o`'s entries; `o` is left empty.
   Shape(Shape&& o) noexcept { move_from(o); }
   /// Copies `o`'s entries.
   Shape& operator=(const Shape& o) {
     if (this != &o) assign(o.data(), o.size());
     return *this;
   }
-  /// Takes `o`'s entries; `o` is left valid but unspecified.
+  /// Takes `o`'s entries; `o` is left empty.
   Shape& operator=(Shape&& o) noexcept {
     if (this != &o) move_from(o);
     return *this;
