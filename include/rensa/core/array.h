@@ -50,8 +50,13 @@ class Storage {
 
 /// A slice `start:stop:step` for Array::index; missing ends follow NumPy.
 struct Slice {
+  /// Start index; absent means the beginning (the end for a negative step), as in NumPy.
   std::optional<int64_t> start, stop;
   int64_t step = 1;
+  /// \var stop
+  /// Stop index (exclusive); absent means past the end (before the beginning for a negative step).
+  /// \var step
+  /// Step between indices; may be negative (0 throws ValueError).
 };
 /// Inserts a new axis of extent 1 (NumPy's `None`).
 struct NewAxis {};
@@ -78,7 +83,9 @@ class Array {
   static Array empty(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
   /// Uninitialized array in `format`; `channels_last` needs a 4-d shape (ShapeError otherwise).
   static Array empty(const Shape& shape, Dtype dtype, Device device, MemoryFormat format);
+  /// Contiguous array of zeros.
   static Array zeros(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
+  /// Contiguous array of ones.
   static Array ones(const Shape& shape, Dtype dtype = Dtype::float32, Device device = Device::cpu());
   /// Every element equal to `value` (converted to `dtype`).
   static Array full(const Shape& shape, double value, Dtype dtype = Dtype::float32,
@@ -106,17 +113,23 @@ class Array {
   Array(std::shared_ptr<detail::Storage> storage, Shape shape, Shape strides, int64_t offset, Dtype dtype);
 
   // ---- attributes --------------------------------------------------------------------------
+  /// True for a null handle (default-constructed, no storage).
   bool is_null() const { return storage_ == nullptr; }
+  /// Extent of each axis.
   const Shape& shape() const { return shape_; }
   /// Strides in elements.
   const Shape& strides() const { return strides_; }
   /// Offset of element 0 from the start of the storage, in elements.
   int64_t offset() const { return offset_; }
+  /// Number of axes.
   int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
   /// Number of elements.
   int64_t size() const { return shape_.numel(); }
+  /// Element type.
   Dtype dtype() const { return dtype_; }
+  /// Device holding the storage (the CPU for a null array).
   Device device() const;
+  /// Bytes per element.
   std::size_t itemsize() const { return rensa::itemsize(dtype_); }
   /// Bytes spanned by the elements (size() * itemsize()).
   std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(); }
@@ -137,6 +150,7 @@ class Array {
                 " from an array of dtype ", dtype_name(dtype_));
     return static_cast<T*>(raw_data());
   }
+  /// The underlying storage block (null for a null array); for backends and views.
   const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
   /// True when both arrays use the same storage.
   bool shares_storage(const Array& other) const { return storage_ && storage_ == other.storage_; }
@@ -205,6 +219,7 @@ class Array {
   Dtype dtype_ = Dtype::float32;
 };
 
+/// Writes to_string() to `os`.
 std::ostream& operator<<(std::ostream& os, const Array& a);
 
 /// True when the arrays have equal shapes and every pair of elements is equal (exact).

@@ -52,20 +52,27 @@ namespace rensa {
 /// Reductions over a set of axes. argmax/argmin take one axis and write int64.
 #define RENSA_REDUCE_OPS(X) X(sum) X(prod) X(max) X(min) X(argmax) X(argmin)
 
+/// Expands an op-list entry to an enumerator; defined only for the three enums below.
 #define RENSA_OP_ENUMERATOR(name) name,
+/// The elementwise functions of one array, one enumerator per RENSA_UNARY_OPS entry, in list order.
 enum class UnaryOp : uint8_t { RENSA_UNARY_OPS(RENSA_OP_ENUMERATOR) };
+/// The elementwise functions of two arrays, one enumerator per RENSA_BINARY_OPS entry, in list order.
 enum class BinaryOp : uint8_t { RENSA_BINARY_OPS(RENSA_OP_ENUMERATOR) };
+/// The reductions, one enumerator per RENSA_REDUCE_OPS entry, in list order.
 enum class ReduceOp : uint8_t { RENSA_REDUCE_OPS(RENSA_OP_ENUMERATOR) };
 #undef RENSA_OP_ENUMERATOR
 
 /// Every op of each list, in list order.
 #define RENSA_X(name) UnaryOp::name,
+/// Every UnaryOp, in list order.
 inline constexpr UnaryOp kUnaryOps[] = {RENSA_UNARY_OPS(RENSA_X)};
 #undef RENSA_X
 #define RENSA_X(name) BinaryOp::name,
+/// Every BinaryOp, in list order.
 inline constexpr BinaryOp kBinaryOps[] = {RENSA_BINARY_OPS(RENSA_X)};
 #undef RENSA_X
 #define RENSA_X(name) ReduceOp::name,
+/// Every ReduceOp, in list order.
 inline constexpr ReduceOp kReduceOps[] = {RENSA_REDUCE_OPS(RENSA_X)};
 #undef RENSA_X
 
@@ -78,7 +85,9 @@ constexpr bool is_floating_only(BinaryOp op) {
 
 /// The op's name as in its list ("leaky_relu"); "?" for a value outside the enum.
 std::string_view op_name(UnaryOp op);
+/// The op's name as in its list ("add"); "?" for a value outside the enum.
 std::string_view op_name(BinaryOp op);
+/// The op's name as in its list ("argmax"); "?" for a value outside the enum.
 std::string_view op_name(ReduceOp op);
 /// Scans of the scan kernel (cumulative sums and products, and the first-order linear recurrence
 /// their gradients need).
@@ -91,17 +100,36 @@ enum class RandomDist : uint8_t { uniform, normal };
 /// top/left padding; the output extent is the output array's, so the bottom/right padding is
 /// whatever that implies (it may be smaller than pad_*, or larger with cover_all).
 struct Conv2dParams {
+  /// Stride along y (rows); \p stride_x along x (columns).
   int64_t stride_y = 1, stride_x = 1;
+  /// Top padding in pixels; \p pad_x is the left padding.
   int64_t pad_y = 0, pad_x = 0;
+  /// Dilation along y (distance between kernel taps); \p dilate_x along x.
   int64_t dilate_y = 1, dilate_x = 1;
+  /// Number of channel groups; input and output channels are split into this many equal groups.
   int64_t groups = 1;
+  /// \var stride_x
+  /// Stride along x (columns).
+  /// \var pad_x
+  /// Left padding in pixels.
+  /// \var dilate_x
+  /// Dilation along x (distance between kernel taps).
 };
 /// Geometry of a 2-d pooling window over NCHW arrays; as Conv2dParams, the output extent is the
 /// output array's and pad_* is the top/left padding.
 struct Pool2dParams {
+  /// Window height; \p ksize_x is its width.
   int64_t ksize_y = 1, ksize_x = 1;
+  /// Stride along y (rows); \p stride_x along x (columns).
   int64_t stride_y = 1, stride_x = 1;
+  /// Top padding in pixels; \p pad_x is the left padding.
   int64_t pad_y = 0, pad_x = 0;
+  /// \var ksize_x
+  /// Window width.
+  /// \var stride_x
+  /// Stride along x (columns).
+  /// \var pad_x
+  /// Left padding in pixels.
 };
 
 /// Where an LSTM cell's four gates sit in a row of its pre-activations: unit j's gate g is column
@@ -109,8 +137,16 @@ struct Pool2dParams {
 /// the n_step networks keep blocks of H columns in the order i, f, a, o (stride 1, offsets 2H, 0,
 /// H, 3H).
 struct LstmGates {
+  /// Distance in columns between one unit's gates and the next unit's: 4 interleaved, 1 in blocks.
   int64_t unit_stride = 4;
+  /// Column offset of the cell-input gate a (the tanh one); \p i, \p f and \p o are those of the input, forget and output gates.
   int64_t a = 0, i = 1, f = 2, o = 3;
+  /// \var i
+  /// Column offset of the input gate.
+  /// \var f
+  /// Column offset of the forget gate.
+  /// \var o
+  /// Column offset of the output gate.
 };
 
 /// The kernels a backend provides. Shapes are checked before a kernel is called: inputs of
@@ -237,6 +273,7 @@ struct KernelTable {
       X(conv2d_memory_format) X(conv2d_forward) X(conv2d_backward_data) X(conv2d_backward_weights)              \
           X(max_pool2d_forward) X(max_pool2d_backward) X(max_pool2d_gather) X(avg_pool2d_forward)               \
               X(avg_pool2d_backward)
+/// Adds 1 per RENSA_KERNEL_SLOTS entry, for the table-size check below.
 #define RENSA_COUNT_SLOT(name) +1
 static_assert(sizeof(KernelTable) == (0 RENSA_KERNEL_SLOTS(RENSA_COUNT_SLOT)) * sizeof(void (*)()),
               "every member of KernelTable must be listed in RENSA_KERNEL_SLOTS");
@@ -251,11 +288,15 @@ class Backend {
   /// Allocates `nbytes` (at least 16-byte aligned, 64-byte aligned from 16 KiB; a valid pointer
   /// even for 0 bytes).
   virtual void* allocate(std::size_t nbytes) = 0;
+  /// Frees memory from allocate(); `nbytes` is the size it was allocated with.
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
   /// Copies raw bytes within this backend's memory or between it and host memory.
   virtual void memcpy_from_host(void* dst, const void* src, std::size_t nbytes) = 0;
+  /// Copies `nbytes` from this backend's memory at `src` to host memory at `dst`.
   virtual void memcpy_to_host(void* dst, const void* src, std::size_t nbytes) = 0;
+  /// The kernel table this backend fills; a null slot makes the operation using it throw NotImplementedError.
   KernelTable& kernels() { return kernels_; }
+  /// The kernel table, read-only.
   const KernelTable& kernels() const { return kernels_; }
 
  private:

@@ -21,6 +21,7 @@ using DotStyle = std::vector<std::pair<std::string, std::string>>;
 struct ComputationalGraphOptions {
   /// Chainer's defaults: variables filled grey octagons, functions filled blue records.
   DotStyle variable_style = {{"shape", "octagon"}, {"fillcolor", "#E0E0E0"}, {"style", "filled"}};
+  /// Dot attributes of the function nodes (Chainer's default: filled blue records).
   DotStyle function_style = {{"shape", "record"}, {"fillcolor", "#6495ED"}, {"style", "filled"}};
   /// Direction of the graph: TB, BT, LR or RL.
   std::string rankdir = "TB";
@@ -35,10 +36,12 @@ class ComputationalGraph {
  public:
   /// A variable vertex or a function.
   using Node = std::variant<const detail::VariableNode*, const FunctionNode*>;
+  /// Wraps nodes and edges found by build_computational_graph.
   ComputationalGraph(std::vector<Node> nodes, std::vector<std::pair<Node, Node>> edges,
                      ComputationalGraphOptions options);
   /// Nodes in the order found (outputs first), and edges from input to consumer.
   const std::vector<Node>& nodes() const { return nodes_; }
+  /// Edges (input, consumer), in the order found.
   const std::vector<std::pair<Node, Node>>& edges() const { return edges_; }
   /// The graph in the dot language: "digraph graphname{rankdir=TB;<id> [label=...,shape=...];...
   /// <id> -> <id>;}", Chainer's text (node ids are addresses). A variable is labelled by its

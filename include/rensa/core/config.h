@@ -55,6 +55,7 @@ using ConfigValue = std::variant<bool, int64_t, Dtype, Device>;
 /// movable: create it as a local variable.
 class [[nodiscard]] ConfigGuard {
  public:
+  /// Makes a copy of `cfg` the calling thread's settings until the guard is destroyed.
   explicit ConfigGuard(const Config& cfg);
   ~ConfigGuard();
   ConfigGuard(const ConfigGuard&) = delete;

@@ -12,9 +12,13 @@ namespace rensa {
 /// Instruction-set extensions of the CPU the process runs on (read once, at the first call), capped
 /// by the environment variable `RENSA_MAX_CPU_ISA` when it is set (see cpu_isa_cap()).
 struct CpuFeatures {
+  /// AVX2: 256-bit integer and float vectors.
   bool avx2 = false;
+  /// FMA3: fused multiply-add.
   bool fma = false;
+  /// F16C: conversions between half and float.
   bool f16c = false;
+  /// AVX-512 Foundation.
   bool avx512f = false;
   bool avx512_bf16 = false;  ///< AVX512_BF16: bfloat16 dot products (vdpbf16ps)
   bool amx_bf16 = false;     ///< AMX tiles with bfloat16 multiplication

@@ -43,6 +43,7 @@ constexpr bool is_integral(Dtype d) { return !is_floating(d); }
 /// bfloat16 gives float32).
 Dtype promote_types(Dtype a, Dtype b);
 
+/// Writes dtype_name(dtype).
 std::ostream& operator<<(std::ostream& os, Dtype dtype);
 
 /// The Dtype of a C++ element type.

@@ -27,6 +27,7 @@ template <class Self, class Base = Error>
 class ErrorSubclass : public Base {
  public:
   using Base::Base;
+  /// Throws a Self whose message is `prefix` followed by this one's.
   [[noreturn]] void throw_with_prefix(const std::string& prefix) const override {
     throw Self(prefix + this->what());
   }

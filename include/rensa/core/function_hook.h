@@ -23,12 +23,15 @@ class FunctionNode;
 struct ForwardCall {
   /// The function's label ("linear", "relu"), as FunctionNode::label.
   std::string_view label;
+  /// The inputs passed to the function.
   std::span<const Variable> inputs;
+  /// The outputs (empty in forward_preprocess, and when the forward threw).
   std::span<const Variable> outputs;
 };
 
 /// A recorded function's backward as hooks see it. grad_inputs is empty in backward_preprocess.
 struct BackwardCall {
+  /// The function node whose backward runs.
   const FunctionNode& node;
   /// Gradients of the outputs (zeros for an output that received none).
   std::span<const Variable> grad_outputs;
@@ -50,9 +53,13 @@ class FunctionHook {
   virtual void added() {}
   /// Called when the hook's scope ends.
   virtual void deleted() {}
+  /// Called before a function's forward runs.
   virtual void forward_preprocess(const ForwardCall& /*call*/) {}
+  /// Called after a function's forward (also when it threw: the outputs are then empty).
   virtual void forward_postprocess(const ForwardCall& /*call*/) {}
+  /// Called before a recorded function's backward runs.
   virtual void backward_preprocess(const BackwardCall& /*call*/) {}
+  /// Called after a recorded function's backward, with grad_inputs filled.
   virtual void backward_postprocess(const BackwardCall& /*call*/) {}
 };
 
@@ -61,6 +68,7 @@ class FunctionHook {
 /// already installed on this thread. The hook must outlive the scope. Not copyable or movable.
 class [[nodiscard]] FunctionHookScope {
  public:
+  /// Installs `hook`; KeyError when a hook of the same name() is already installed on this thread.
   explicit FunctionHookScope(FunctionHook& hook);
   ~FunctionHookScope();
   FunctionHookScope(const FunctionHookScope&) = delete;

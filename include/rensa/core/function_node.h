@@ -25,11 +25,13 @@ struct DebugSite;
 /// What a backward function receives.
 class BackwardContext {
  public:
+  /// Views of the backward's gradients, needed-input flags, retained outputs and output nodes (made by the engine).
   BackwardContext(std::span<const Variable> grad_outputs, std::span<const char> targets,
                   std::span<const Array> retained, std::span<const std::weak_ptr<detail::VariableNode>> outputs)
       : grad_outputs_(grad_outputs), targets_(targets), retained_(retained), outputs_(outputs) {}
   /// Gradient of output i (zeros when the output received none).
   const Variable& grad_output(std::size_t i = 0) const { return grad_outputs_[i]; }
+  /// Number of outputs of the function.
   std::size_t num_outputs() const { return grad_outputs_.size(); }
   /// Whether input i needs a gradient; others may be left null.
   bool needs_grad(std::size_t i) const { return targets_[i] != 0; }
@@ -68,16 +70,22 @@ class FunctionNode : public std::enable_shared_from_this<FunctionNode> {
   /// be owned by a std::shared_ptr (std::make_shared) and applied once; ValueError otherwise, and
   /// when forward returns a null array.
   std::vector<Variable> apply(std::span<const Variable> inputs);
+  /// apply() on a braced list of inputs.
   std::vector<Variable> apply(std::initializer_list<Variable> inputs) {
     return apply(std::span<const Variable>(inputs.begin(), inputs.size()));
   }
 
+  /// The graph vertices of the inputs (null for a null input).
   const std::vector<std::shared_ptr<detail::VariableNode>>& inputs() const { return inputs_; }
+  /// The graph vertices of the outputs (weak: they may be gone).
   const std::vector<std::weak_ptr<detail::VariableNode>>& outputs() const { return outputs_; }
+  /// The outputs kept by retain_outputs(), in output order.
   const std::vector<Array>& retained_outputs() const { return retained_outputs_; }
   /// A zero gradient for output i (for outputs that received none).
   Array zero_grad_output(std::size_t i) const;
+  /// One more than the largest generation of the inputs' creators: backward runs nodes in decreasing generation.
   int64_t generation() const { return generation_; }
+  /// Process-wide creation number, increasing; orders nodes of equal generation.
   uint64_t sequence() const { return sequence_; }
   /// True once backward ran through this node without retain_graph (or unchain_backward cut it).
   bool released() const { return released_; }
@@ -87,10 +95,13 @@ class FunctionNode : public std::enable_shared_from_this<FunctionNode> {
 
   /// Where the function was applied, captured in debug mode (Config::debug) only; null otherwise.
   const std::shared_ptr<const detail::DebugSite>& creation_site() const { return creation_site_; }
+  /// Records where the function was applied (debug mode).
   void set_creation_site(std::shared_ptr<const detail::DebugSite> site) { creation_site_ = std::move(site); }
 
   // engine bookkeeping
+  /// The number of the backward pass that last visited this node (engine bookkeeping).
   uint64_t epoch = 0;
+  /// True while the node waits in the backward queue (engine bookkeeping).
   bool in_queue = false;
 
  protected:

@@ -74,35 +74,49 @@ inline float double_to_float_round_odd(double d) {
 
 /// IEEE 754 binary16. Stored as 16 bits; converts to and from float.
 struct Half {
+  /// The binary16 bit pattern.
   uint16_t bits = 0;
   constexpr Half() = default;
+  /// Rounds `f` to nearest, ties to even; NaN stays NaN.
   constexpr Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: implicit by design
+  /// Rounds `d` once, to nearest, ties to even (no double rounding through float).
   Half(double d) : Half(detail::double_to_float_round_odd(d)) {}    // NOLINT
+  /// `i` converted through float.
   constexpr Half(int i) : Half(static_cast<float>(i)) {}            // NOLINT
+  /// The value with bit pattern `b`.
   static constexpr Half from_bits(uint16_t b) {
     Half h;
     h.bits = b;
     return h;
   }
+  /// The value as float (exact).
   constexpr operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
 };
 
 /// bfloat16: the upper 16 bits of a float32. Converts to and from float.
 struct BFloat16 {
+  /// The bfloat16 bit pattern (a float32's upper 16 bits).
   uint16_t bits = 0;
   constexpr BFloat16() = default;
+  /// Rounds `f` to nearest, ties to even; NaN stays NaN.
   constexpr BFloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
+  /// Rounds `d` once, to nearest, ties to even (no double rounding through float).
   BFloat16(double d) : BFloat16(detail::double_to_float_round_odd(d)) {}    // NOLINT
+  /// `i` converted through float.
   constexpr BFloat16(int i) : BFloat16(static_cast<float>(i)) {}            // NOLINT
+  /// The value with bit pattern `b`.
   static constexpr BFloat16 from_bits(uint16_t b) {
     BFloat16 h;
     h.bits = b;
     return h;
   }
+  /// The value as float (exact).
   constexpr operator float() const { return detail::bfloat16_bits_to_float(bits); }  // NOLINT
 };
 
+/// Prints the value as a float.
 inline std::ostream& operator<<(std::ostream& os, Half h) { return os << static_cast<float>(h); }
+/// Prints the value as a float.
 inline std::ostream& operator<<(std::ostream& os, BFloat16 h) { return os << static_cast<float>(h); }
 
 }  // namespace rensa

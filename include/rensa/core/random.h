@@ -14,10 +14,13 @@ namespace rensa {
 /// counter by n, so results never depend on how the work is split among threads.
 class Generator {
  public:
+  /// A generator at the start (counter 0) of the stream of `seed`.
   explicit Generator(uint64_t seed = 0) : seed_(seed) {}
+  /// The seed the stream is keyed by.
   uint64_t seed() const { return seed_; }
   /// Numbers drawn so far.
   uint64_t offset() const { return offset_; }
+  /// Moves to position `offset` of the stream (restoring a saved generator).
   void set_offset(uint64_t offset) { offset_ = offset; }
   /// Reserves `n` numbers; returns the counter of the first.
   uint64_t advance(uint64_t n) {

@@ -39,6 +39,7 @@ class Reporter {
   /// `variables`, Variables reported under Config::keep_graph_on_report are kept there too.
   class Scope {
    public:
+    /// Makes `observation` (and `variables`, when given) the target of `reporter`'s reports on this thread.
     Scope(Reporter& reporter, Observation& observation, ObservedVariables* variables = nullptr);
     ~Scope();
     Scope(const Scope&) = delete;

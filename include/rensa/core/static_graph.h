@@ -17,6 +17,7 @@
 
 namespace rensa {
 
+/// Options of StaticGraph.
 struct StaticGraphOptions {
   /// Names the graph in messages, and is the label function hooks see for a replay.
   std::string name = "static_graph";
@@ -29,6 +30,7 @@ struct StaticGraphOptions {
   /// first differing function, or, with retrace_on_mismatch, drops the schedule so the next call
   /// traces again. The eager call's outputs are returned either way.
   int64_t check_every = 0;
+  /// On a mismatch found by a check, trace again at the next call instead of throwing ValueError.
   bool retrace_on_mismatch = false;
   /// Schedules kept; beyond it the least recently used one is dropped. A forward whose backward has
   /// not run yet holds its schedule, so another call before that backward traces a second one.
@@ -43,13 +45,17 @@ struct StaticGraphOptions {
 
 /// What a static graph has done and holds.
 struct StaticGraphStats {
+  /// Calls that traced the forward (and, at its backward, the backward).
   int64_t traces = 0;
+  /// Calls that replayed a schedule.
   int64_t replays = 0;
   /// Calls run eagerly (the checks, and eager_in_test).
   int64_t eager_calls = 0;
+  /// Schedules held now.
   std::size_t schedules = 0;
   /// Kernel calls in the schedules' forwards and traced backwards.
   std::size_t forward_steps = 0;
+  /// Kernel calls in the traced backwards.
   std::size_t backward_steps = 0;
   /// Bytes of the buffers the schedules hold between calls (activations, gradients, workspaces).
   std::size_t buffer_bytes = 0;
@@ -62,7 +68,9 @@ struct StaticGraphStats {
 /// loss scaling and rensa::mn work unchanged. Not copyable; call it from one thread at a time.
 class StaticGraph {
  public:
+  /// The forward: input variables to output variables, the same graph at every call.
   using Forward = std::function<std::vector<Variable>(const std::vector<Variable>&)>;
+  /// `forward` is traced at the first call and replayed after (see the options).
   explicit StaticGraph(Forward forward, StaticGraphOptions options = {});
   /// For a forward of one variable to one variable.
   explicit StaticGraph(std::function<Variable(const Variable&)> forward, StaticGraphOptions options = {});
@@ -70,12 +78,14 @@ class StaticGraph {
   StaticGraph(const StaticGraph&) = delete;
   StaticGraph& operator=(const StaticGraph&) = delete;
 
+  /// The forward's outputs for `inputs`: traced, replayed, or run eagerly as the options say.
   std::vector<Variable> operator()(const std::vector<Variable>& inputs);
   /// The single output of a one-input call (ValueError when the forward returns another count).
   Variable operator()(const Variable& x);
   /// Drops every schedule: the next call traces again (after replacing parameters' arrays by hand,
   /// say; a parameter given a new array is noticed on its own).
   void reset();
+  /// Counts of what the graph has done and holds.
   StaticGraphStats stats() const;
 
  private:

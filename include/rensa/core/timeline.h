@@ -24,17 +24,24 @@ enum class Category : uint8_t {
   extension,  ///< a trainer extension (evaluation, snapshots, logs)
   other,
 };
+/// Number of Category values.
 inline constexpr int kCategories = 10;
 /// "step", "data", ...
 const char* category_name(Category c);
 
 /// One finished span.
 struct Event {
+  /// The span's name.
   std::string name;
+  /// What kind of work the span timed.
   Category category = Category::other;
+  /// This process's thread number (0: the first thread that recorded).
   int thread = 0;        // this process's thread number (0: the first thread that recorded)
+  /// Start, in nanoseconds of the steady clock.
   int64_t begin_ns = 0;  // steady clock
+  /// End, in nanoseconds of the steady clock.
   int64_t end_ns = 0;
+  /// A number attached to the span (the bucket's number, ...); -1 for none.
   int64_t arg = -1;  // e.g. the bucket's number; -1: none
 };
 
@@ -55,6 +62,7 @@ inline bool recording() {
 /// is on. `name` is copied only then.
 class Span {
  public:
+  /// Starts a span of `category` named `name`; `arg` as Event::arg.
   explicit Span(std::string_view name, Category category, int64_t arg = -1) {
     if (recording()) {
       name_ = name;
@@ -85,7 +93,9 @@ void set_thread_name(std::string name);
 /// Totals since recording began: per category, the time of its spans (nested spans of one category
 /// count once per span), and the number of spans.
 struct Totals {
+  /// Nanoseconds spent in spans of each category, indexed by Category.
   int64_t ns[kCategories] = {};
+  /// Number of spans of each category, indexed by Category.
   int64_t count[kCategories] = {};
 };
 
@@ -102,6 +112,7 @@ class Recording {
 
   /// The events so far, in the order they ended.
   std::vector<Event> events() const;
+  /// Per-category totals since recording began.
   Totals totals() const;
   /// Events not kept because max_events was reached.
   int64_t dropped() const;

@@ -22,7 +22,9 @@ class Variable;
 class GradHook {
  public:
   virtual ~GradHook() = default;
+  /// Called when `variable`'s gradient is final for this backward.
   virtual void grad_final(const Variable& variable) = 0;
+  /// Called once at the end of the backward, after this hook's grad_final calls.
   virtual void backward_finished() {}
 };
 
@@ -89,7 +91,9 @@ class Variable {
   /// Wraps `data` (aliasing it). Implicit so functions accept Arrays.
   Variable(Array data, bool requires_grad = false);  // NOLINT(google-explicit-constructor)
 
+  /// True for a null handle.
   bool is_null() const { return impl_ == nullptr; }
+  /// True unless null.
   explicit operator bool() const { return impl_ != nullptr; }
 
   /// The data (aliased, not copied).
@@ -99,10 +103,15 @@ class Variable {
   }
   /// Replaces the data; the shape may change only on a variable without creator.
   void set_array(Array data) const;
+  /// The data's shape (ValueError for a null variable, as for the other accessors).
   const Shape& shape() const { return array().shape(); }
+  /// The data's dtype.
   Dtype dtype() const { return array().dtype(); }
+  /// The data's device.
   Device device() const { return array().device(); }
+  /// The data's number of axes.
   int64_t ndim() const { return array().ndim(); }
+  /// The data's number of elements.
   int64_t size() const { return array().size(); }
 
   /// The gradient, or a null Variable when there is none.
@@ -114,11 +123,16 @@ class Variable {
   /// The loss scale the gradient carries: BackwardOptions::loss_scale of the backward that last set
   /// it (Chainer's `_loss_scale`); Optimizer::update divides the gradient by it.
   std::optional<double> grad_loss_scale() const;
+  /// Sets the loss scale the gradient carries (nullopt: none); ValueError unless positive and finite.
   void set_grad_loss_scale(std::optional<double> scale) const;
 
+  /// Whether backward computes a gradient for this variable (leaves: set by the user).
   bool requires_grad() const;
+  /// Marks a leaf as needing a gradient. DtypeError for true on a non-floating dtype; ValueError on a variable with a creator.
   void set_requires_grad(bool value) const;
+  /// The variable's name (empty by default), shown by computational-graph dumps.
   const std::string& name() const;
+  /// Sets the name.
   void set_name(std::string name) const;
 
   /// The function that produced this variable, or nullptr for a leaf.
@@ -159,7 +173,9 @@ class Variable {
   VariableId id() const noexcept { return VariableId{reinterpret_cast<std::uintptr_t>(impl_.get())}; }
 
   // internal
+  /// Wraps an existing implementation (for the engine).
   explicit Variable(std::shared_ptr<detail::VariableImpl> impl) : impl_(std::move(impl)) {}
+  /// The shared implementation (for the engine).
   const std::shared_ptr<detail::VariableImpl>& impl() const { return impl_; }
   /// The graph vertex, created on first use.
   const std::shared_ptr<detail::VariableNode>& node() const;
@@ -170,6 +186,7 @@ class Variable {
   std::shared_ptr<detail::VariableImpl> impl_;
 };
 
+/// Prints as the array does, with `variable(` in place of `array(`; `variable(null)` for null.
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 }  // namespace rensa

@@ -18,6 +18,7 @@ struct CifarOptions {
   int ndim = 3;
   /// Pixels are byte * scale / 255.
   double scale = 1.0;
+  /// Element type of the images.
   Dtype dtype = Dtype::float32;
   /// The directory of the extracted binary archive; empty: get_dataset_root() + "/cifar-10-batches-bin"
   /// (CIFAR-10) or "/cifar-100-binary" (CIFAR-100).

@@ -17,6 +17,7 @@ class ConcatenatedDataset final : public Dataset {
   int64_t size() const override { return offsets_.back(); }
   /// IndexError (naming the dataset and its size) unless 0 <= i < size().
   Example get_example(int64_t i) const override;
+  /// The datasets, in order.
   const std::vector<DatasetPtr>& datasets() const { return datasets_; }
 
  private:

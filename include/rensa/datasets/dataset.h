@@ -20,6 +20,7 @@ using Example = std::vector<Array>;
 class Dataset {
  public:
   virtual ~Dataset() = default;
+  /// Number of examples.
   virtual int64_t size() const = 0;
   /// Example `i` in [0, size()); IndexError otherwise.
   virtual Example get_example(int64_t i) const = 0;
@@ -33,6 +34,7 @@ class Dataset {
   }
 };
 
+/// A shared, read-only dataset.
 using DatasetPtr = std::shared_ptr<const Dataset>;
 
 }  // namespace rensa::datasets

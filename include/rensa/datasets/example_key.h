@@ -27,6 +27,7 @@ std::optional<ExampleKey> current_example_key();
 /// Sets this thread's epoch for the examples read in its lifetime (the iterators use it).
 class EpochScope {
  public:
+  /// Sets this thread's epoch to `epoch` until the scope ends.
   explicit EpochScope(int64_t epoch);
   ~EpochScope();
   EpochScope(const EpochScope&) = delete;
@@ -40,6 +41,7 @@ class EpochScope {
 /// per-example draw counts of the random streams, and restores the outer key on exit.
 class ExampleIndexScope {
  public:
+  /// Marks example `index` until the scope ends.
   explicit ExampleIndexScope(int64_t index);
   ~ExampleIndexScope();
   ExampleIndexScope(const ExampleIndexScope&) = delete;

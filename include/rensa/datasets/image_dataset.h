@@ -50,8 +50,10 @@ std::vector<std::pair<std::string, int64_t>> read_pairs_file(const std::string& 
 /// Shared machinery of the image datasets: decoding with the options, and skipping.
 class ImageSource {
  public:
+  /// Keeps `options` for decoding every image.
   explicit ImageSource(ImageDatasetOptions options);
   virtual ~ImageSource() = default;
+  /// The options given to the constructor.
   const ImageDatasetOptions& options() const { return options_; }
   /// Images skipped so far (skip_unreadable).
   int64_t skipped_count() const { return skipped_->load(); }
@@ -78,11 +80,13 @@ class ImageDataset final : public Dataset, public ImageSource {
   explicit ImageDataset(std::vector<std::string> paths, ImageDatasetOptions options = {});
   /// The paths listed one per line in `paths_file` (blank lines skipped); IOError naming it.
   static std::shared_ptr<ImageDataset> from_file(const std::string& paths_file, ImageDatasetOptions options = {});
+  /// Number of paths.
   int64_t size() const override { return static_cast<int64_t>(paths_.size()); }
   /// {image}; IOError naming the file and the reason when it cannot be decoded.
   Example get_example(int64_t i) const override;
   /// The file of example i (root joined with its path).
   std::string path(int64_t i) const;
+  /// The paths as given, relative to options.root.
   const std::vector<std::string>& paths() const { return paths_; }
   /// The paths of `indices` and the options (see Dataset::encode_subset).
   std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
@@ -99,11 +103,15 @@ class LabeledImageDataset final : public Dataset, public ImageSource {
   explicit LabeledImageDataset(std::vector<std::pair<std::string, int64_t>> pairs, ImageDatasetOptions options = {});
   /// The pairs of a pairs file (read_pairs_file), as Chainer's LabeledImageDataset(path, root).
   LabeledImageDataset(const std::string& pairs_file, ImageDatasetOptions options = {});
+  /// Number of pairs.
   int64_t size() const override { return static_cast<int64_t>(pairs_.size()); }
   /// {image, label}; IOError naming the file and the reason when it cannot be decoded.
   Example get_example(int64_t i) const override;
+  /// The file of example i (root joined with its path).
   std::string path(int64_t i) const;
+  /// The label of example i.
   int64_t label(int64_t i) const;
+  /// The (path, label) pairs as given.
   const std::vector<std::pair<std::string, int64_t>>& pairs() const { return pairs_; }
   /// The pairs of `indices` and the options (see Dataset::encode_subset).
   std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
@@ -114,7 +122,9 @@ class LabeledImageDataset final : public Dataset, public ImageSource {
 
 /// The result of image_folder: the dataset and the class names (label k is classes[k]).
 struct ImageFolder {
+  /// The images and labels, labels numbered by class in `classes` order.
   std::shared_ptr<LabeledImageDataset> dataset;
+  /// The class names (the subdirectory names); label k is classes[k].
   std::vector<std::string> classes;
 };
 
@@ -132,10 +142,12 @@ class ZippedImageDataset final : public Dataset, public ImageSource {
   /// IOError naming the archive when it cannot be read.
   explicit ZippedImageDataset(const std::string& zip_path, ImageDatasetOptions options = {});
   ~ZippedImageDataset() override;
+  /// Number of file entries in the archive.
   int64_t size() const override;
   Example get_example(int64_t i) const override;
   /// The image of entry `name` (IOError when the archive has no such entry).
   Array get_image(const std::string& name) const;
+  /// The entry names, in archive order (example i is names()[i]).
   const std::vector<std::string>& names() const;
 
  private:
@@ -147,10 +159,13 @@ class ZippedImageDataset final : public Dataset, public ImageSource {
 /// a pair that is not in the archive.
 class LabeledZippedImageDataset final : public Dataset, public ImageSource {
  public:
+  /// The pairs of the pairs file `pairs_file` (read_pairs_file); IOError naming the archive or the file.
   LabeledZippedImageDataset(const std::string& zip_path, const std::string& pairs_file,
                             ImageDatasetOptions options = {});
+  /// The (entry name, label) pairs given; IOError naming the archive when it cannot be read.
   LabeledZippedImageDataset(const std::string& zip_path, std::vector<std::pair<std::string, int64_t>> pairs,
                             ImageDatasetOptions options = {});
+  /// Number of pairs.
   int64_t size() const override { return static_cast<int64_t>(pairs_.size()); }
   Example get_example(int64_t i) const override;
   /// The archive's path, the pairs of `indices` and the options (see Dataset::encode_subset).
@@ -165,7 +180,9 @@ class LabeledZippedImageDataset final : public Dataset, public ImageSource {
 /// The images of several zip archives, one after another. Chainer's MultiZippedImageDataset.
 class MultiZippedImageDataset final : public Dataset {
  public:
+  /// IOError naming an archive that cannot be read.
   explicit MultiZippedImageDataset(const std::vector<std::string>& zip_paths, const ImageDatasetOptions& options = {});
+  /// Total number of images of all the archives.
   int64_t size() const override { return offsets_.back(); }
   Example get_example(int64_t i) const override;
 

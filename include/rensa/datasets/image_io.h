@@ -30,6 +30,7 @@ struct ImageReadOptions {
   /// Element type of the result. uint8 keeps the bytes (0..255), 4x smaller than float32; a
   /// floating dtype holds the same values 0..255 (Chainer's `dtype`, float32 by default).
   Dtype dtype = Dtype::float32;
+  /// The channels of the result (see ImageColor).
   ImageColor color = ImageColor::stored;
   /// Reduced-size decoding: when > 0, a JPEG is decoded at 1/2, 1/4 or 1/8 of each side (done in
   /// the DCT, faster than decoding then resizing), the smallest of these whose shorter side is
@@ -39,7 +40,9 @@ struct ImageReadOptions {
 
 /// The size and format of an encoded image, read from its header without decoding.
 struct ImageInfo {
+  /// Height in pixels.
   int64_t height = 0;
+  /// Width in pixels.
   int64_t width = 0;
   /// Channels of ImageColor::stored.
   int64_t channels = 0;

@@ -50,6 +50,7 @@ class RandomStream {
   explicit RandomStream(uint64_t seed = 0, uint8_t stream_id = 0);
   /// The next draw: 128 random bits.
   std::array<uint32_t, 4> next() const;
+  /// The seed this stream was constructed with.
   uint64_t seed() const { return seed_; }
   /// Draws taken so far outside a TransformDataset (by this stream and its copies).
   uint64_t draws() const { return draws_->load(); }
@@ -99,7 +100,9 @@ class RandomCrop {
   /// A random crop of `image` (see crop_and_flip for its requirements). ShapeError, naming
   /// RandomCrop, the image's shape and the pad, when the size exceeds the padded image.
   Array apply(const Array& image) const;
+  /// The options given to the constructor.
   const RandomCropOptions& options() const { return options_; }
+  /// The random stream (id 1) the crops are drawn from.
   const RandomStream& stream() const { return stream_; }
 
  private:
@@ -126,7 +129,9 @@ class RandomFlip {
   Example operator()(Example example) const;
   /// `image` (C, H, W), flipped or not (then returned as is); requirements as crop_and_flip.
   Array apply(const Array& image) const;
+  /// The options given to the constructor.
   const RandomFlipOptions& options() const { return options_; }
+  /// The random stream (id 2) the flips are drawn from.
   const RandomStream& stream() const { return stream_; }
 
  private:
@@ -148,7 +153,9 @@ class Normalize {
   /// ShapeError unless `image` is 3-d with C equal to the number of means; DtypeError for an
   /// integer dtype; DeviceError off the host.
   Array apply(const Array& image) const;
+  /// The per-channel means subtracted.
   const std::vector<double>& mean() const { return mean_; }
+  /// The per-channel standard deviations divided by.
   const std::vector<double>& stddev() const { return stddev_; }
 
  private:
@@ -184,6 +191,7 @@ struct ResizeOptions {
   std::optional<std::array<int64_t, 2>> size{};
   /// The output's shorter side, the aspect ratio kept (torchvision's Resize(int)).
   std::optional<int64_t> shorter_side{};
+  /// How pixels are resampled.
   Interpolation interpolation = Interpolation::bilinear;
 };
 
@@ -191,9 +199,13 @@ struct ResizeOptions {
 /// set, to values >= 1.
 class Resize {
  public:
+  /// ValueError (naming Resize) unless exactly one of size and shorter_side is set, to values >= 1.
   explicit Resize(ResizeOptions options);
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// `image` (C, H, W) resized, in its dtype; ShapeError for an empty image.
   Array apply(const Array& image) const;
+  /// The options given to the constructor.
   const ResizeOptions& options() const { return options_; }
 
  private:
@@ -206,7 +218,9 @@ class CenterCrop {
  public:
   /// ValueError for a size < 1.
   explicit CenterCrop(std::array<int64_t, 2> size);
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// The central window of `image` (C, H, W); ShapeError when the image is smaller.
   Array apply(const Array& image) const;
 
  private:
@@ -221,7 +235,9 @@ struct RandomResizedCropOptions {
   std::array<double, 2> scale{0.08, 1.0};
   /// Range of the window's aspect ratio (width / height), drawn log-uniformly.
   std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};
+  /// How the window is resampled to `size`.
   Interpolation interpolation = Interpolation::bilinear;
+  /// Seed of the random stream (id 3); with the epoch and example index it fixes every window.
   uint64_t seed = 0;
 };
 
@@ -232,12 +248,16 @@ struct RandomResizedCropOptions {
 /// empty, not positive, or (scale) above 1.
 class RandomResizedCrop {
  public:
+  /// ValueError naming RandomResizedCrop for a size < 1 or an empty, non-positive or (scale) above-1 range.
   explicit RandomResizedCrop(RandomResizedCropOptions options = {});
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// A random window of `image` (C, H, W) resized to `size`, in the image's dtype.
   Array apply(const Array& image) const;
   /// The window (top, left, height, width) apply() would cut from an (H, W) image with these
   /// random draws (for tests and for reduced-size decoding decisions).
   std::array<int64_t, 4> window(int64_t height, int64_t width) const;
+  /// The options given to the constructor.
   const RandomResizedCropOptions& options() const { return options_; }
 
  private:
@@ -250,8 +270,11 @@ class RandomResizedCrop {
 /// is not finite.
 class Scale {
  public:
+  /// ValueError for a factor that is not finite.
   explicit Scale(double factor);
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// `image` * factor, as float32 (float64 stays float64).
   Array apply(const Array& image) const;
 
  private:
@@ -266,7 +289,9 @@ class SubtractMean {
  public:
   /// `mean` is copied to float32. ShapeError unless it is 3-d.
   explicit SubtractMean(const Array& mean);
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// `image` minus the mean, as float32; ShapeError naming both shapes when they do not fit.
   Array apply(const Array& image) const;
 
  private:
@@ -275,9 +300,13 @@ class SubtractMean {
 
 /// Options of ColorJitter: each factor is drawn uniformly from [max(0, 1 - v), 1 + v].
 struct ColorJitterOptions {
+  /// Brightness range v: the factor scales every pixel.
   double brightness = 0.4;
+  /// Contrast range v: the factor blends each pixel with the image's mean gray level.
   double contrast = 0.4;
+  /// Saturation range v: the factor blends each pixel with its own gray value.
   double saturation = 0.4;
+  /// Seed of the random stream (id 4) the factors are drawn from.
   uint64_t seed = 0;
 };
 
@@ -288,8 +317,11 @@ struct ColorJitterOptions {
 /// a negative value; ShapeError for an image that is not 3-channel.
 class ColorJitter {
  public:
+  /// ValueError for a negative brightness, contrast or saturation.
   explicit ColorJitter(ColorJitterOptions options = {});
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// `image` (3, H, W) with random brightness, contrast and saturation; uint8 gives float32.
   Array apply(const Array& image) const;
 
  private:
@@ -303,11 +335,15 @@ class ColorJitter {
 struct PcaLightingOptions {
   /// Standard deviation of the random weights alpha (0 disables).
   double sigma = 0.1;
+  /// Eigenvalues of the RGB pixels' covariance, in [0, 1] units.
   std::array<double, 3> eigen_value{0.2175, 0.0188, 0.0045};
+  /// Eigenvectors of that covariance as columns (row = channel); column k goes with eigen_value[k].
   std::array<std::array<double, 3>, 3> eigen_vector{{{-0.5675, 0.7192, 0.4009},
                                                      {-0.5808, -0.0045, -0.8140},
                                                      {-0.5836, -0.6948, 0.4203}}};
+  /// The pixel unit: 255 for images in 0..255, 1 for images in [0, 1].
   double scale = 255.0;
+  /// Seed of the random stream (id 5) the weights alpha are drawn from.
   uint64_t seed = 0;
 };
 
@@ -316,8 +352,11 @@ struct PcaLightingOptions {
 /// float32. Draws from a RandomStream (id 5). ValueError for a negative sigma.
 class PcaLighting {
  public:
+  /// ValueError for a negative sigma.
   explicit PcaLighting(PcaLightingOptions options = {});
+  /// The example with element 0 replaced by apply(element 0). ValueError for an empty example.
   Example operator()(Example example) const;
+  /// `image` (3, H, W) with the random lighting offset added; uint8 gives float32.
   Array apply(const Array& image) const;
 
  private:

@@ -31,6 +31,7 @@ class SubDataset final : public Dataset {
   std::optional<std::string> encode_subset(const std::vector<int64_t>& indices) const override;
   /// The index of example `i` in the base dataset.
   int64_t base_index(int64_t i) const;
+  /// The dataset the examples come from.
   const DatasetPtr& base() const { return base_; }
 
  private:

@@ -12,10 +12,13 @@ namespace rensa::datasets {
 
 /// Options of get_svhn (Chainer's arguments).
 struct SvhnOptions {
+  /// Return (image, label) pairs; false: images only.
   bool withlabel = true;
   /// Pixels are byte * scale / 255.
   double scale = 1.0;
+  /// Element type of the images.
   Dtype dtype = Dtype::float32;
+  /// Element type of the labels.
   Dtype label_dtype = Dtype::int32;
   /// Also load extra_32x32.mat (531,131 more examples).
   bool add_extra = false;

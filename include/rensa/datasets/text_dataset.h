@@ -30,6 +30,7 @@ class TextDataset final : public Dataset {
   /// ValueError when `paths` is empty or the files have different numbers of lines (naming the
   /// files and the counts); IOError naming a file that cannot be read.
   explicit TextDataset(std::vector<std::string> paths, const TextDatasetOptions& options = {});
+  /// TextDataset({path}, options).
   explicit TextDataset(const std::string& path, const TextDatasetOptions& options = {})
       : TextDataset(std::vector<std::string>{path}, options) {}
   ~TextDataset() override;
@@ -37,6 +38,7 @@ class TextDataset final : public Dataset {
   Example get_example(int64_t i) const override;
   /// The lines of example i as strings (with their newlines).
   std::vector<std::string> get_lines(int64_t i) const;
+  /// The files, one column each.
   const std::vector<std::string>& paths() const { return paths_; }
 
  private:

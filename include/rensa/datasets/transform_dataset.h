@@ -17,12 +17,14 @@ namespace rensa::datasets {
 /// numbers would depend on which thread reads.
 class TransformDataset final : public Dataset {
  public:
+  /// A function from example to example.
   using Transform = std::function<Example(Example)>;
   /// ValueError when `base` or `transform` is empty.
   TransformDataset(DatasetPtr base, Transform transform);
   int64_t size() const override { return base_->size(); }
   /// IndexError (naming the dataset and its size) unless 0 <= i < size().
   Example get_example(int64_t i) const override;
+  /// The dataset transformed.
   const DatasetPtr& base() const { return base_; }
 
  private:

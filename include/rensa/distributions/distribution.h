@@ -78,6 +78,7 @@ class Distribution {
   virtual Variable sample_n(int64_t n, Generator* gen = nullptr) const;
 
  protected:
+  /// Throws NotImplementedError naming the distribution and `method` (as Chainer's undefined methods).
   [[noreturn]] void not_implemented(const char* method) const;
   /// Checks x against the parameters' dtype and batch_shape + event_shape (see the class comment).
   void check_x(const char* method, const Variable& x, Dtype dtype) const;

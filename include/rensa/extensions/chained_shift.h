@@ -18,7 +18,9 @@ namespace rensa::extensions {
 /// One interval of a ChainedShift: `shift` gives the values for `length` calls, counting its own
 /// t from 0 at the interval's start. The last segment's length must be 0: it runs to the end.
 struct ShiftSegment {
+  /// The schedule of this interval (its attr must be the chain's; it names no optimizer).
   std::shared_ptr<HyperparameterShift> shift;
+  /// Calls the interval lasts; 0 for the last segment, which runs to the end.
   int64_t length = 0;
 };
 
@@ -34,11 +36,13 @@ struct ShiftSegment {
 /// segment with length < 1, or a last segment with a length.
 class ChainedShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   ChainedShift(std::string attr, std::vector<ShiftSegment> segments, std::optional<double> init = std::nullopt,
                optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
   std::string default_name() const override { return "ChainedShift"; }
   void serialize(serializers::Serializer& s) override;
+  /// The segments, in order.
   const std::vector<ShiftSegment>& segments() const { return segments_; }
 
  protected:

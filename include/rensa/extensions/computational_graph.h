@@ -18,6 +18,7 @@ namespace rensa::extensions {
 /// Variable in that iteration.
 class DumpGraph : public training::Extension {
  public:
+  /// Dumps the graph of the Variable reported as `root_name` to `filename` in the out directory.
   explicit DumpGraph(std::string root_name, std::string filename = "cg.dot", ComputationalGraphOptions options = {});
   void initialize(training::Trainer& trainer) override;
   void operator()(training::Trainer& trainer) override;

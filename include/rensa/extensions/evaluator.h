@@ -57,7 +57,9 @@ class Evaluator : public training::Extension {
   /// The mean of each reported value over the examples.
   training::Observation evaluate() { return evaluate_summary().mean(); }
 
+  /// The validation iterator (reset before each evaluation).
   iterators::Iterator& iterator() const { return *iterator_; }
+  /// The links evaluated, by name.
   const std::map<std::string, Link*>& targets() const { return targets_; }
 
  private:

@@ -14,6 +14,7 @@ namespace rensa::extensions {
 /// gradient holds the non-finite value.
 class FailOnNonNumber : public training::Extension {
  public:
+  /// `check_grad`: check the gradients too.
   explicit FailOnNonNumber(bool check_grad = true) : check_grad_(check_grad) {}
   void operator()(training::Trainer& trainer) override;
   std::string default_name() const override { return "FailOnNonNumber"; }

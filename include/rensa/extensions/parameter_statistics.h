@@ -23,7 +23,9 @@ using StatisticFunction = std::function<std::vector<double>(const std::vector<do
 
 /// Options of ParameterStatistics.
 struct ParameterStatisticsOptions {
+  /// Report statistics of the parameters' values.
   bool report_params = true;
+  /// Report statistics of the parameters' gradients.
   bool report_grads = true;
   /// Prepended to every key with a '/' when not empty.
   std::string prefix;
@@ -47,6 +49,7 @@ class ParameterStatistics : public training::Extension {
 
   /// `links` must outlive the trainer; ValueError for none or a null one.
   explicit ParameterStatistics(std::vector<Link*> links, ParameterStatisticsOptions options = {});
+  /// The parameters of `link` and its descendants (which must outlive the trainer).
   explicit ParameterStatistics(Link& link, ParameterStatisticsOptions options = {});
   /// The same with `statistics` instead of the default ones.
   ParameterStatistics(std::vector<Link*> links, std::map<std::string, StatisticFunction> statistics,

@@ -51,13 +51,20 @@ class HyperparameterShift : public training::Extension {
   virtual void advance(int64_t t) { (void)t; }
   // ChainedShift drives its segments' advance and checks their attr and optimizer.
   friend class ChainedShift;
+  /// The optimizer driven (given, or the updater's "main"); ValueError when it has no hyperparameter attr.
   optimizers::Optimizer& resolve(training::Trainer& trainer);
+  /// Sets the hyperparameter on `optimizer` and records it as the last value.
   void set_value(optimizers::Optimizer& optimizer, double value);
 
+  /// The hyperparameter's name.
   std::string attr_;
+  /// The initial value, unset until read from the optimizer at initialize() when not given.
   std::optional<double> init_;
+  /// The optimizer given, or null for the updater's "main" one.
   optimizers::Optimizer* optimizer_;
+  /// Calls so far.
   int64_t t_ = 0;
+  /// The last value set (restored from snapshots).
   std::optional<double> last_value_;
 };
 
@@ -65,6 +72,7 @@ class HyperparameterShift : public training::Extension {
 /// above). ValueError for a negative rate.
 class ExponentialShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   ExponentialShift(std::string attr, double rate, std::optional<double> init = std::nullopt,
                    std::optional<double> target = std::nullopt, optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -79,6 +87,7 @@ class ExponentialShift : public HyperparameterShift {
 /// time_range.second on, linear in between. ValueError when time_range.first > time_range.second.
 class LinearShift : public HyperparameterShift {
  public:
+  /// `optimizer` null: the updater's "main" one.
   LinearShift(std::string attr, std::pair<double, double> value_range, std::pair<int64_t, int64_t> time_range,
               optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -92,6 +101,7 @@ class LinearShift : public HyperparameterShift {
 /// value = init * gamma^floor(t / step), stopped at `target` when given. ValueError for step < 1.
 class StepShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   StepShift(std::string attr, double gamma, int64_t step, std::optional<double> init = std::nullopt,
             std::optional<double> target = std::nullopt, optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -107,6 +117,7 @@ class StepShift : public HyperparameterShift {
 /// advances by one (Chainer's MultistepShift). `steps` must be increasing (ValueError).
 class MultistepShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   MultistepShift(std::string attr, double gamma, std::vector<int64_t> steps, std::optional<double> init = std::nullopt,
                  optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -127,6 +138,7 @@ class MultistepShift : public HyperparameterShift {
 /// ValueError for max_count < 1.
 class PolynomialShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   PolynomialShift(std::string attr, double rate, int64_t max_count, std::optional<double> init = std::nullopt,
                   std::optional<double> target = std::nullopt, optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -142,6 +154,7 @@ class PolynomialShift : public HyperparameterShift {
 /// negative gamma.
 class InverseShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   InverseShift(std::string attr, double gamma, double power, std::optional<double> init = std::nullopt,
                std::optional<double> target = std::nullopt, optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
@@ -157,6 +170,7 @@ class InverseShift : public HyperparameterShift {
 /// ValueError for warmup_iter < 1.
 class WarmupShift : public HyperparameterShift {
  public:
+  /// From `warmup_start` to init; `optimizer` null: the updater's "main" one.
   WarmupShift(std::string attr, double warmup_start, int64_t warmup_iter, std::optional<double> init = std::nullopt,
               optimizers::Optimizer* optimizer = nullptr);
   /// The warm-up from `start_fraction` * init (Goyal et al. start at lr / k for a batch k times the
@@ -167,6 +181,7 @@ class WarmupShift : public HyperparameterShift {
                                    optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;
   std::string default_name() const override { return "WarmupShift"; }
+  /// Number of calls the warm-up lasts.
   int64_t warmup_iter() const { return warmup_iter_; }
 
  private:
@@ -181,6 +196,7 @@ class WarmupShift : public HyperparameterShift {
 /// t' = t mod max_count (warm restarts every max_count calls). ValueError for max_count < 1.
 class CosineShift : public HyperparameterShift {
  public:
+  /// `init` unset: the optimizer's value at initialize(); `optimizer` null: the updater's "main" one.
   CosineShift(std::string attr, int64_t max_count, double eta_min = 0.0, std::optional<double> init = std::nullopt,
               bool restart = false, optimizers::Optimizer* optimizer = nullptr);
   double value_at(int64_t t, double init) const override;

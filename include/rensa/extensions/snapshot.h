@@ -79,6 +79,7 @@ class Snapshot : public training::Extension {
   std::string resume(training::Trainer& trainer, const std::string& path) const;
   /// The file name pattern, relative to the trainer's out directory.
   const std::string& filename() const { return filename_; }
+  /// The options given at construction.
   const SnapshotOptions& options() const { return options_; }
 
  private:

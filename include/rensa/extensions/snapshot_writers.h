@@ -21,6 +21,7 @@ namespace rensa::extensions {
 /// to run once the file is complete (the snapshot's n_retains cleanup).
 class SnapshotWriter {
  public:
+  /// The values of a snapshot by key.
   using Values = std::map<std::string, Array>;
   virtual ~SnapshotWriter() = default;
   /// Saves `values` to `path`, now or later (see deferred()).

@@ -16,6 +16,7 @@ namespace rensa::extensions {
 /// signal, at which iteration and epoch, and where the snapshot is.
 class Interrupted : public Error {
  public:
+  /// `signal` stopped training; `message` is what(); `snapshot_path` is where the state was saved (empty: nowhere).
   Interrupted(int signal, const std::string& message, std::string snapshot_path)
       : Error(message), signal_(signal), snapshot_path_(std::move(snapshot_path)) {}
   /// The signal that stopped training (SIGINT, SIGTERM, SIGUSR1).
@@ -49,6 +50,8 @@ class StopOnSignal : public training::Extension {
   /// rank), so that all ranks stop after the same iteration.
   explicit StopOnSignal(std::function<std::string(training::Trainer&)> save = {},
                         std::function<int(int)> any_rank = {});
+  /// Copies the callbacks. Copy it before initialize() only: a copy of a running one restores the
+  /// signal handlers when it is destroyed.
   StopOnSignal(const StopOnSignal&) = default;
   ~StopOnSignal() override;
 

@@ -16,6 +16,7 @@
 
 namespace rensa::extensions {
 
+/// Options of Timeline.
 struct TimelineOptions {
   /// Written in the trainer's out directory at the end of training, atomically.
   std::string filename = "timeline.json";
@@ -28,6 +29,7 @@ struct TimelineOptions {
 
 /// Per step, over one interval (seconds; `exposed` a share of the step).
 struct TimelineSummary {
+  /// Steps (updates) in the interval.
   int64_t steps = 0;
   double step = 0;           ///< the whole iteration (the updater's update)
   double compute = 0;        ///< forward, backward and update, without the waits inside them
@@ -42,6 +44,7 @@ struct TimelineSummary {
 /// file. One Timeline per process at a time (ValueError otherwise).
 class Timeline : public training::Extension {
  public:
+  /// ValueError for an empty filename or a negative max_events.
   explicit Timeline(TimelineOptions options = {});
   ~Timeline() override;
   void initialize(training::Trainer& trainer) override;
@@ -59,6 +62,7 @@ class Timeline : public training::Extension {
   virtual void report(training::Trainer& trainer, const TimelineSummary& summary);
   /// Writes the file(s); rensa::mn's writes one per rank and the merged one.
   virtual void write(training::Trainer& trainer, const timeline::Recording& recording);
+  /// The options given to the constructor.
   const TimelineOptions& options() const { return options_; }
   /// The steady clock when recording began (0 before initialize).
   int64_t recording_begin_ns() const { return recording_ ? recording_->begin_ns() : 0; }

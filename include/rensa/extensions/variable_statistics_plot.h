@@ -24,16 +24,22 @@ namespace rensa::extensions {
 struct VariableStatisticsPlotOptions {
   /// Iterations kept for the plot, a uniform sample when there are more (reservoir sampling).
   int64_t max_sample_size = 1000;
+  /// Collect statistics of the targets' data.
   bool report_data = true;
+  /// Collect statistics of the targets' gradients (where they have one).
   bool report_grad = true;
+  /// Plot the mean (with the standard deviation as error bars when plot_std).
   bool plot_mean = true;
+  /// Plot the standard deviation.
   bool plot_std = true;
   /// Percentiles drawn as bands between symmetric pairs (the default: the extremes and the normal
   /// distribution's mean and 1, 2, 3 sigma); empty draws none.
   std::vector<double> percentile_sigmas = {0, 0.13, 2.28, 15.87, 50, 84.13, 97.72, 99.87, 100};
   /// When the plot is drawn.
   training::Trigger trigger = {1, "epoch"};
+  /// The PNG file, relative to the trainer's out directory (ValueError when empty).
   std::string filename = "statistics.png";
+  /// Draw a grid.
   bool grid = true;
 };
 
@@ -57,7 +63,9 @@ class VariableStatisticsPlot : public training::Extension {
   /// One sampled iteration: per key ("data", then "grad"), its statistics in the order mean, std,
   /// percentiles (those plotted), NaN where the key had no values.
   struct Sample {
+    /// The iteration sampled.
     int64_t iteration;
+    /// Per key ("data", then "grad"): mean, std and the plotted percentiles.
     std::vector<std::vector<double>> stats;
   };
   /// The sample, by iteration.
@@ -67,6 +75,7 @@ class VariableStatisticsPlot : public training::Extension {
     gnuplot_ = std::move(program);
     available_.reset();
   }
+  /// True when the gnuplot program is found (looked up once after each set_gnuplot).
   bool available();
 
  private:

@@ -18,7 +18,9 @@ namespace rensa::function_hooks {
 
 /// Bytes and calls of one function label in MemoryProfileHook's summary.
 struct MemoryEntry {
+  /// Bytes allocated during the label's calls (forward and backward; nested calls included).
   uint64_t allocated_bytes = 0;
+  /// Calls of the label (forward and backward).
   int64_t occurrence = 0;
 };
 
@@ -47,6 +49,7 @@ class MemoryProfileHook : public FunctionHook {
   /// Table: FunctionName, AllocatedBytes, Occurrence. `unit`: "B", "KB", "MB", "GB", "TB", "auto"
   /// (default) or "auto_foreach"; ValueError otherwise.
   void print_report(std::ostream& os, std::string_view unit = "auto") const;
+  /// print_report(std::cout) with the "auto" unit.
   void print_report() const;
 
  private:

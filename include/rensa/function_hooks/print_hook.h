@@ -17,6 +17,7 @@ namespace rensa::function_hooks {
 /// `flush`. The stream must outlive the hook.
 class PrintHook : public FunctionHook {
  public:
+  /// Prints to `os`, ending each line with `end` and flushing after each function when `flush`.
   explicit PrintHook(std::ostream& os, std::string end = "\n", bool flush = true);
   /// Prints to standard output.
   PrintHook();

@@ -18,11 +18,17 @@ namespace rensa::function_hooks {
 /// Seconds and calls of one name in a timer's summary. A call's time includes the calls nested in
 /// it (a function's backward includes the functions it applies), as Chainer's.
 struct TimerEntry {
+  /// Seconds of forward and backward calls together.
   double elapsed_time = 0;
+  /// Forward and backward calls together.
   int64_t occurrence = 0;
+  /// Seconds of forward calls.
   double forward_time = 0;
+  /// Forward calls.
   int64_t forward_occurrence = 0;
+  /// Seconds of backward calls.
   double backward_time = 0;
+  /// Backward calls.
   int64_t backward_occurrence = 0;
 };
 

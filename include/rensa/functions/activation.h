@@ -7,12 +7,15 @@
 
 namespace rensa::functions {
 
+/// max(x, 0); the gradient at x = 0 is 0.
 Variable relu(const Variable& x);
 /// x for x > 0, slope * x otherwise; the gradient at x = 0 is slope, as in Chainer.
 Variable leaky_relu(const Variable& x, double slope = 0.2);
 /// x for x > 0, alpha * (exp(x) - 1) otherwise; the gradient at x = 0 is alpha, as in Chainer.
 Variable elu(const Variable& x, double alpha = 1.0);
+/// 1 / (1 + exp(-x)).
 Variable sigmoid(const Variable& x);
+/// Hyperbolic tangent.
 Variable tanh(const Variable& x);
 /// log(1 + exp(beta * x)) / beta, computed stably.
 Variable softplus(const Variable& x, double beta = 1.0);

@@ -15,10 +15,13 @@ namespace rensa::functions {
 Variable reshape(const Variable& x, const Shape& shape);
 /// Reverses the axes (axes empty) or permutes them.
 Variable transpose(const Variable& x, const Shape& axes = {});
+/// Swaps axes `a` and `b` (negative counts from the end).
 Variable swapaxes(const Variable& x, int64_t a, int64_t b);
+/// Broadcasts to `shape` (NumPy rules; ShapeError otherwise); the gradient is summed back.
 Variable broadcast_to(const Variable& x, const Shape& shape);
 /// Removes size-1 axes (all of them when axes is empty).
 Variable squeeze(const Variable& x, const Shape& axes = {});
+/// Inserts an axis of extent 1 at `axis`.
 Variable expand_dims(const Variable& x, int64_t axis);
 /// Flattens to one dimension.
 Variable flatten(const Variable& x);

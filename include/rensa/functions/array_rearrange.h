@@ -28,6 +28,7 @@ Variable tile(const Variable& x, int64_t reps);
 /// count, ShapeError when repeats has neither 1 nor x.shape[axis] counts. The gradient sums the
 /// copies.
 Variable repeat(const Variable& x, const std::vector<int64_t>& repeats, std::optional<int64_t> axis = std::nullopt);
+/// repeat with the same count for every element.
 Variable repeat(const Variable& x, int64_t repeats, std::optional<int64_t> axis = std::nullopt);
 
 /// x reversed along `axis` (a view). ShapeError for a 0-d x.

@@ -10,18 +10,27 @@
 
 namespace rensa::functions {
 
+/// a + b elementwise.
 Variable add(const Variable& a, const Variable& b);
+/// a - b elementwise.
 Variable sub(const Variable& a, const Variable& b);
+/// a * b elementwise.
 Variable mul(const Variable& a, const Variable& b);
+/// a / b elementwise; integer dtypes divide with floor (NumPy's //), as the kernels do.
 Variable div(const Variable& a, const Variable& b);
+/// -x elementwise.
 Variable neg(const Variable& x);
 /// a ** b elementwise (both differentiable; the gradient for b needs a > 0).
 Variable pow(const Variable& a, const Variable& b);
 /// x ** exponent for a constant exponent.
 Variable pow(const Variable& x, double exponent);
+/// e ** x elementwise.
 Variable exp(const Variable& x);
+/// Natural logarithm elementwise.
 Variable log(const Variable& x);
+/// Square root elementwise.
 Variable sqrt(const Variable& x);
+/// x * x elementwise.
 Variable square(const Variable& x);
 /// |x|; the gradient at 0 is 0.
 Variable abs(const Variable& x);
@@ -52,6 +61,7 @@ Variable squared_difference(const Variable& x1, const Variable& x2);
 /// The inputs unchanged, as new variables whose gradients pass through (Chainer's identity).
 /// ValueError for a null input.
 std::vector<Variable> identity(const std::vector<Variable>& xs);
+/// `x` unchanged, as a new variable whose gradient passes through. ValueError for a null input.
 Variable identity(const Variable& x);
 /// p * x + (1 - p) * y elementwise; p, x and y of one floating dtype (DtypeError), one device and one
 /// shape (ShapeError naming the three, no broadcasting, as Chainer). All three are differentiated.
@@ -67,17 +77,30 @@ Variable scale(const Variable& x, const Variable& y, int64_t axis = 1);
 }  // namespace rensa::functions
 
 namespace rensa {
+/// add(a, b).
 Variable operator+(const Variable& a, const Variable& b);
+/// sub(a, b).
 Variable operator-(const Variable& a, const Variable& b);
+/// mul(a, b).
 Variable operator*(const Variable& a, const Variable& b);
+/// div(a, b).
 Variable operator/(const Variable& a, const Variable& b);
+/// neg(x).
 Variable operator-(const Variable& x);
+/// a + b, b converted to a's dtype.
 Variable operator+(const Variable& a, double b);
+/// b + a, a converted to b's dtype.
 Variable operator+(double a, const Variable& b);
+/// a - b, b converted to a's dtype.
 Variable operator-(const Variable& a, double b);
+/// a - b, a converted to b's dtype.
 Variable operator-(double a, const Variable& b);
+/// a * b, b converted to a's dtype.
 Variable operator*(const Variable& a, double b);
+/// b * a, a converted to b's dtype.
 Variable operator*(double a, const Variable& b);
+/// a / b, b converted to a's dtype.
 Variable operator/(const Variable& a, double b);
+/// a / b, a converted to b's dtype.
 Variable operator/(double a, const Variable& b);
 }  // namespace rensa

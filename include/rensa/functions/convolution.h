@@ -23,14 +23,21 @@ namespace rensa::functions {
 
 /// Two extents (height, width) of a 2-d parameter; one integer stands for both.
 struct Int2 {
+  /// Extent along y (height).
   int64_t y = 0, x = 0;
+  /// Both extents equal to `v`.
   Int2(int64_t v) : y(v), x(v) {}  // NOLINT(google-explicit-constructor): `stride = 2` reads well
+  /// Height `y_` and width `x_`.
   Int2(int64_t y_, int64_t x_) : y(y_), x(x_) {}
+  /// True when both extents are equal.
   friend bool operator==(const Int2&, const Int2&) = default;
+  /// \var x
+  /// Extent along x (width).
 };
 
 /// Options of convolution_2d.
 struct Conv2dOptions {
+  /// Step of the window along (y, x).
   Int2 stride = 1;
   /// Zeros added on each side of the input.
   Int2 pad = 0;
@@ -45,13 +52,16 @@ struct Conv2dOptions {
 
 /// Options of deconvolution_2d.
 struct Deconv2dOptions {
+  /// Stride of the convolution this deconvolution is the transpose of (the upsampling factor).
   Int2 stride = 1;
   /// Padding of the convolution this deconvolution is the transpose of (removed from the output).
   Int2 pad = 0;
   /// Output (height, width); default stride * (in - 1) + dk - 2 pad. It must be an output size
   /// whose convolution (with or without cover_all) has the input's size (ShapeError otherwise).
   std::optional<Int2> outsize = std::nullopt;
+  /// Dilation of the kernel along (y, x) (1: dense).
   Int2 dilate = 1;
+  /// Number of channel groups; in and out channels must be multiples of it.
   int64_t groups = 1;
 };
 

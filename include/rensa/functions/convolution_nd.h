@@ -28,10 +28,15 @@ namespace rensa::functions {
 
 /// A parameter of each spatial axis: one value for all of them, or one per axis.
 struct IntN {
+  /// One value (for every axis) or one per spatial axis.
   std::vector<int64_t> values;
+  /// The same value for every spatial axis.
   IntN(int64_t v) : values{v} {}  // NOLINT(google-explicit-constructor): `stride = 2` reads well
+  /// One value per spatial axis (or a single one for all).
   IntN(std::initializer_list<int64_t> v) : values(v) {}
+  /// One value per spatial axis (or a single one for all).
   IntN(std::vector<int64_t> v) : values(std::move(v)) {}  // NOLINT(google-explicit-constructor)
+  /// True when the value lists are equal (so `2` differs from `{2, 2}`).
   friend bool operator==(const IntN&, const IntN&) = default;
 };
 /// Prints as (a, b, ...) in error messages.
@@ -39,23 +44,29 @@ std::ostream& operator<<(std::ostream& os, const IntN& v);
 
 /// Options of convolution_nd (Chainer's argument names and defaults).
 struct ConvNdOptions {
+  /// Step of the window along each spatial axis.
   IntN stride = 1;
   /// Zeros added on both sides of each spatial axis.
   IntN pad = 0;
   /// Also produce the windows that run past the padded input's end (they read zeros there).
   bool cover_all = false;
+  /// Distance between kernel taps along each spatial axis (1: dense).
   IntN dilate = 1;
+  /// Number of channel groups; in and out channels must be multiples of it.
   int64_t groups = 1;
 };
 
 /// Options of deconvolution_nd.
 struct DeconvNdOptions {
+  /// Stride of the convolution this deconvolution is the transpose of (the upsampling factor).
   IntN stride = 1;
   /// Padding of the convolution this deconvolution is the transpose of.
   IntN pad = 0;
   /// Output extents (one per spatial axis); default stride (in - 1) + (k - 1) dilate + 1 - 2 pad.
   std::optional<std::vector<int64_t>> outsize = std::nullopt;
+  /// Dilation of the kernel along each spatial axis (1: dense).
   IntN dilate = 1;
+  /// Number of channel groups; in and out channels must be multiples of it.
   int64_t groups = 1;
 };
 

@@ -26,8 +26,16 @@ Variable binary_accuracy(const Variable& y, const Array& t);
 /// ShapeError for shapes that do not fit; IndexError for a label outside [0, label_num) (Chainer
 /// checks this only in debug mode); ValueError unless beta > 0.
 struct ClassificationSummary {
+  /// Precision per class, (label_num,); \p recall, \p fbeta_score and \p support likewise.
   Variable precision, recall, fbeta_score, support;
+  /// \var recall
+  /// Recall per class, (label_num,).
+  /// \var fbeta_score
+  /// F-beta score per class, (label_num,).
+  /// \var support
+  /// Number of labels of each class (int32), (label_num,).
 };
+/// Computes the per-class statistics described at ClassificationSummary (Chainer's classification_summary).
 ClassificationSummary classification_summary(const Variable& y, const Array& t,
                                              std::optional<int64_t> label_num = std::nullopt, double beta = 1.0,
                                              int64_t ignore_label = -1);

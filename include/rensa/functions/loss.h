@@ -153,7 +153,12 @@ std::pair<Variable, std::vector<Array>> argmax_crf1d(const Variable& cost, const
 
 /// The three terms of discriminative_margin_based_clustering_loss, already weighted.
 struct DiscriminativeLoss {
+  /// The variance term (pulls embeddings toward their cluster's mean); \p distance and \p regularization likewise.
   Variable variance, distance, regularization;
+  /// \var distance
+  /// The distance term (pushes the cluster means apart).
+  /// \var regularization
+  /// The regularization term (keeps the cluster means near the origin).
 };
 /// The discriminative loss of De Brabandere et al. 2017 (Chainer's
 /// discriminative_margin_based_clustering_loss) for embeddings (N, C, H, W) of the pixels labelled

@@ -46,9 +46,13 @@ struct BatchNormOptions {
 /// and `var` have a leading axis of the K sub-batches, (K, ...gamma's shape), and `count` is per
 /// sub-batch.
 struct BatchNormResult {
+  /// The normalized output.
   Variable y;
+  /// The batch mean, shaped as gamma ((K, ...) with ghost_batch_size).
   Array mean;
+  /// The batch's biased variance, shaped as mean.
   Array var;
+  /// Elements each statistic is taken over (per sub-batch with ghost_batch_size).
   int64_t count = 0;
 };
 

@@ -9,15 +9,19 @@
 
 namespace rensa::functions {
 
+/// Sum over `axes` (all axes when empty); `keepdims` keeps them with extent 1.
 Variable sum(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Mean over `axes` (all axes when empty); `keepdims` keeps them with extent 1.
 Variable mean(const Variable& x, const Shape& axes = {}, bool keepdims = false);
 /// Maximum; every element equal to the maximum receives the full gradient (as Chainer).
 /// ValueError when a reduced axis has size 0.
 Variable max(const Variable& x, const Shape& axes = {}, bool keepdims = false);
+/// Minimum; every element equal to the minimum receives the full gradient (as Chainer). ValueError when a reduced axis has size 0.
 Variable min(const Variable& x, const Shape& axes = {}, bool keepdims = false);
 /// Index of the maximum along `axis` (over the flattened array when axis is nullopt); int64,
 /// not differentiable.
 Variable argmax(const Variable& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
+/// Index of the minimum along `axis` (over the flattened array when axis is nullopt); int64, not differentiable.
 Variable argmin(const Variable& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false);
 /// log(sum(exp(x))) computed stably (max subtracted).
 Variable logsumexp(const Variable& x, const Shape& axes = {}, bool keepdims = false);

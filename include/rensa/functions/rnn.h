@@ -33,8 +33,12 @@ std::pair<Variable, Variable> tree_lstm(const std::vector<Variable>& inputs);
 /// What the n_step functions return: the last hidden (and cell) states of every layer and
 /// direction, (n_layers * directions, B, H), and the last layer's outputs per time step.
 struct NStepResult {
+  /// The last hidden states, (n_layers * directions, B, H).
   Variable hy, cy;  // cy is null for gru and rnn
+  /// The last layer's outputs per time step: ys[t] is (B_t, H * directions).
   std::vector<Variable> ys;
+  /// \var cy
+  /// The last cell states, like hy; null for gru and rnn.
 };
 
 /// Stacked LSTM over time-major inputs (Chainer's n_step_lstm): xs[t] is (B_t, I) with
@@ -58,6 +62,8 @@ NStepResult n_step_bilstm(int64_t n_layers, double dropout_ratio, const Variable
 NStepResult n_step_gru(int64_t n_layers, double dropout_ratio, const Variable& hx,
                        const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
                        const std::vector<Variable>& xs);
+/// Bi-directional n_step_gru: ws/bs/hx have 2 n_layers entries (forward then backward per layer);
+/// ys[t] is (B_t, 2H), the forward output first.
 NStepResult n_step_bigru(int64_t n_layers, double dropout_ratio, const Variable& hx,
                          const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
                          const std::vector<Variable>& xs);
@@ -66,6 +72,8 @@ NStepResult n_step_bigru(int64_t n_layers, double dropout_ratio, const Variable&
 NStepResult n_step_rnn(int64_t n_layers, double dropout_ratio, const Variable& hx,
                        const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
                        const std::vector<Variable>& xs, std::string_view activation = "tanh");
+/// Bi-directional n_step_rnn: ws/bs/hx have 2 n_layers entries (forward then backward per layer);
+/// ys[t] is (B_t, 2H), the forward output first.
 NStepResult n_step_birnn(int64_t n_layers, double dropout_ratio, const Variable& hx,
                          const std::vector<std::vector<Variable>>& ws, const std::vector<std::vector<Variable>>& bs,
                          const std::vector<Variable>& xs, std::string_view activation = "tanh");

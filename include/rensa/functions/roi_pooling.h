@@ -30,10 +30,15 @@ namespace rensa::functions {
 /// Sampling points per bin along (y, x) for the align functions; an absent one is
 /// ceil(roi extent / output extent), Chainer's default (None).
 struct SamplingRatio {
+  /// Sampling points per bin along y; \p x along x.
   std::optional<int64_t> y, x;
   SamplingRatio() = default;
+  /// `v` points along both axes.
   SamplingRatio(int64_t v) : y(v), x(v) {}  // NOLINT(google-explicit-constructor)
+  /// `y_` points along y and `x_` along x (nullopt: the default).
   SamplingRatio(std::optional<int64_t> y_, std::optional<int64_t> x_) : y(y_), x(x_) {}
+  /// \var x
+  /// Sampling points per bin along x.
 };
 
 /// Fast R-CNN's ROI pooling: rois (R, 5) rows (batch index, x_min, y_min, x_max, y_max); the ROI's

@@ -41,6 +41,7 @@ class CooMatrix {
   const Array& col() const { return col_; }
   /// The dense shape (m, k) of one matrix.
   const Shape& shape() const { return shape_; }
+  /// The layout hint (given, or get_order(row, col) at construction).
   CooOrder order() const { return order_; }
   /// True when data is 2-d: a batch of data.shape()[0] matrices.
   bool batched() const { return data_.ndim() == 2; }

@@ -10,7 +10,9 @@
 
 namespace rensa::functions {
 
+/// Sine elementwise; the gradient is cos(x).
 Variable sin(const Variable& x);
+/// Cosine elementwise; the gradient is -sin(x).
 Variable cos(const Variable& x);
 /// The gradient is 1 / cos(x)^2.
 Variable tan(const Variable& x);
@@ -25,7 +27,9 @@ Variable arctan(const Variable& x);
 /// else DeviceError). Gradients x2 / (x1^2 + x2^2) and -x1 / (x1^2 + x2^2), summed back to each
 /// operand's shape.
 Variable arctan2(const Variable& x1, const Variable& x2);
+/// Hyperbolic sine; the gradient is cosh(x).
 Variable sinh(const Variable& x);
+/// Hyperbolic cosine; the gradient is sinh(x).
 Variable cosh(const Variable& x);
 /// The gradient is 1 / (1 - x^2).
 Variable arctanh(const Variable& x);

@@ -21,13 +21,17 @@ class TimerHook : public LinkHook {
   void forward_preprocess(const LinkForwardCall& call) override;
   void forward_postprocess(const LinkForwardCall& call) override;
 
+  /// Seconds spent in outermost link calls (nested calls are not counted twice).
   double total_time() const { return table_.total_time(); }
   /// Per link class, in the order first seen (backward fields stay 0).
   const std::vector<std::pair<std::string, function_hooks::TimerEntry>>& summary() const { return table_.summary(); }
   /// Chainer's table: LinkName, ElapsedTime, Occurrence; units as function_hooks::TimerHook.
   void print_report(std::ostream& os, std::string_view unit = "auto") const;
+  /// print_report(std::cout) with the "auto" unit.
   void print_report() const;
+  /// The summary as JSON (as function_hooks::TimerHook::summary_json).
   std::string summary_json() const { return table_.summary_json(); }
+  /// Drops every entry and the total.
   void clear() { table_.clear(); }
 
  private:

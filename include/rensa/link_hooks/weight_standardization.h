@@ -13,7 +13,9 @@ namespace rensa::link_hooks {
 struct WeightStandardizationOptions {
   /// Added to the variance (> 0).
   double eps = 1e-5;
+  /// Name of the parameter standardized.
   std::string weight_name = "W";
+  /// The hook's name (its key among a link's hooks).
   std::string name = "WeightStandardization";
 };
 

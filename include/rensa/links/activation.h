@@ -16,9 +16,11 @@ namespace rensa::links {
 /// (W's axes match x's axes 1 .. W.ndim).
 class PReLU : public Link {
  public:
+  /// W of `shape` ({}: a scalar slope shared by all) filled with `init`; DtypeError for a non-floating Config dtype.
   explicit PReLU(const Shape& shape = {}, double init = 0.25);
   Variable forward(const Variable& x) override;
   using Link::forward;
+  /// The slope parameter W.
   const Variable& W() const { return W_; }
 
  private:
@@ -30,9 +32,11 @@ class PReLU : public Link {
 /// functions::swish(x, beta).
 class Swish : public Link {
  public:
+  /// DtypeError for a non-floating Config dtype.
   explicit Swish(std::optional<Shape> beta_shape = std::nullopt, double beta_init = 1.0);
   Variable forward(const Variable& x) override;
   using Link::forward;
+  /// The beta parameter (uninitialized until the first forward when no shape was given).
   const Variable& beta() const { return beta_; }
 
  private:
@@ -47,9 +51,11 @@ class Swish : public Link {
 /// input. ValueError unless out_size > 0 and pool_size > 0.
 class Maxout : public Chain {
  public:
+  /// in_size 0: inferred from the first input. ValueError unless out_size > 0 and pool_size > 0.
   Maxout(int64_t in_size, int64_t out_size, int64_t pool_size, const LinearOptions& options = {});
   Variable forward(const Variable& x) override;
   using Link::forward;
+  /// The child Linear(in_size, out_size * pool_size).
   Linear& linear() { return *linear_; }
 
  private:

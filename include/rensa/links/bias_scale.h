@@ -17,6 +17,7 @@ namespace rensa::links {
 /// the wrong number of inputs.
 class Bias : public Link {
  public:
+  /// `axis`: the first axis of x that b (or y) matches; `shape` nullopt: no parameter.
   explicit Bias(int64_t axis = 1, std::optional<Shape> shape = std::nullopt);
   Variable forward(const Variable& x) override;
   Variable forward(const std::vector<Variable>& xs) override;
@@ -34,11 +35,13 @@ class Bias : public Link {
 /// of W_shape (or bias_shape when W comes as an input; ValueError when neither is given).
 class Scale : public Chain {
  public:
+  /// `axis` as Bias's; W_shape nullopt: W comes as an input. ValueError for bias_term with neither shape.
   explicit Scale(int64_t axis = 1, std::optional<Shape> W_shape = std::nullopt, bool bias_term = false,
                  const std::optional<Shape>& bias_shape = std::nullopt);
   Variable forward(const Variable& x) override;
   Variable forward(const std::vector<Variable>& xs) override;
   using Link::forward;
+  /// The scale parameter W (null when it comes as an input).
   const Variable& W() const { return W_; }
 
  private:

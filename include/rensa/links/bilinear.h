@@ -37,18 +37,23 @@ class Bilinear : public Link {
   /// ValueError for sizes below 1 (Chainer accepts 0).
   Bilinear(int64_t left_size, int64_t right_size, int64_t out_size, BilinearOptions options = {});
 
+  /// (N, out_size) from e1 (N, left_size...) and e2 (N, right_size...).
   Variable forward(const Variable& e1, const Variable& e2);
   /// forward(inputs[0], inputs[1]); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
+  /// forward(e1, e2) between the link hooks.
   Variable operator()(const Variable& e1, const Variable& e2) {
     const Variable args[] = {e1, e2};
     return call_forward(args, [&] { return forward(e1, e2); });
   }
 
+  /// The bilinear weight W (left_size, right_size, out_size).
   const Variable& W() const { return W_; }
   /// V1, V2 and b are null Variables with nobias.
   const Variable& V1() const { return V1_; }
+  /// The linear weight of e2, (right_size, out_size).
   const Variable& V2() const { return V2_; }
+  /// The bias (out_size,).
   const Variable& b() const { return b_; }
 
  private:

@@ -34,15 +34,20 @@ class BlackOut : public Link {
   /// ValueError for in_size < 1, sample_size < 1 or bad counts (see WalkerAlias).
   BlackOut(int64_t in_size, const std::vector<double>& counts, int64_t sample_size, BlackOutOptions options = {});
 
+  /// The BlackOut loss of x (B, in_size) and t (B,), the mean over the batch.
   Variable forward(const Variable& x, const Array& t);
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
+  /// forward(x, t) between the link hooks.
   Variable operator()(const Variable& x, const Array& t) {
     return call_forward({&x, 1}, [&] { return forward(x, t); });
   }
 
+  /// The output embedding W (len(counts), in_size).
   const Variable& W() const { return W_; }
+  /// The sampler of the negative ids (proportional to counts).
   const WalkerAlias& sampler() const { return sampler_; }
+  /// Negative samples drawn per example.
   int64_t sample_size() const { return sample_size_; }
   /// Fixed samples (B, S) used instead of drawing; null (the default) draws.
   Array sample_data;

@@ -41,14 +41,19 @@ class Classifier : public Chain {
   /// NotImplementedError: a classifier needs the labels too.
   Variable forward(const Variable& x) override;
 
+  /// The child "predictor".
   Link& predictor() const { return *predictor_; }
   /// Results of the last forward (null before the first one; accuracy stays null without
   /// compute_accuracy).
   const Variable& y() const { return y_; }
+  /// The loss of the last forward (null before the first one).
   const Variable& loss() const { return loss_; }
+  /// The accuracy of the last forward (null before the first one and without compute_accuracy).
   const Variable& accuracy() const { return accuracy_; }
 
+  /// Whether forward computes and reports accuracy.
   bool compute_accuracy() const { return compute_accuracy_; }
+  /// Turns the accuracy computation on or off.
   void set_compute_accuracy(bool value) { compute_accuracy_ = value; }
 
  private:

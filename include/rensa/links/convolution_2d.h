@@ -15,9 +15,13 @@ namespace rensa::links {
 
 /// Options of Convolution2D and Deconvolution2D.
 struct Convolution2DOptions {
+  /// Stride of the window along (y, x).
   functions::Int2 stride = 1;
+  /// Zero padding along (y, x), on both sides (for Deconvolution2D: removed from the output).
   functions::Int2 pad = 0;
+  /// Dilation along (y, x): the distance between kernel taps.
   functions::Int2 dilate = 1;
+  /// Number of channel groups; in and out channels must be multiples of it.
   int64_t groups = 1;
   /// No bias parameter.
   bool nobias = false;

@@ -19,7 +19,9 @@ namespace rensa::links {
 /// Options of ConvolutionND, Convolution1D and Convolution3D, in Chainer's argument order.
 /// stride, pad and dilate take one value or one per spatial axis.
 struct ConvolutionNDOptions {
+  /// Stride of the window along each spatial axis.
   functions::IntN stride = 1;
+  /// Zero padding added at both ends of each spatial axis.
   functions::IntN pad = 0;
   /// No bias parameter.
   bool nobias = false;
@@ -29,7 +31,9 @@ struct ConvolutionNDOptions {
   std::shared_ptr<const initializers::Initializer> initial_bias = nullptr;
   /// See functions::ConvNdOptions::cover_all.
   bool cover_all = false;
+  /// Dilation of the kernel (distance between its taps) along each spatial axis.
   functions::IntN dilate = 1;
+  /// Number of channel groups; in_channels and out_channels must be multiples of it.
   int64_t groups = 1;
   /// Seed of the link's own generator (as LinearOptions::seed); unset: the thread's default one.
   std::optional<uint64_t> seed = std::nullopt;
@@ -37,8 +41,11 @@ struct ConvolutionNDOptions {
 
 /// Options of DeconvolutionND, Deconvolution1D and Deconvolution3D, in Chainer's argument order.
 struct DeconvolutionNDOptions {
+  /// Stride along each spatial axis (the upsampling factor).
   functions::IntN stride = 1;
+  /// Padding of the matching convolution along each spatial axis (removed from the output).
   functions::IntN pad = 0;
+  /// No bias parameter.
   bool nobias = false;
   /// Output extents, one per spatial axis (see functions::DeconvNdOptions::outsize).
   std::optional<std::vector<int64_t>> outsize = std::nullopt;
@@ -46,8 +53,11 @@ struct DeconvolutionNDOptions {
   std::shared_ptr<const initializers::Initializer> initialW = nullptr;
   /// Initializer of b; null means zeros.
   std::shared_ptr<const initializers::Initializer> initial_bias = nullptr;
+  /// Dilation of the kernel (distance between its taps) along each spatial axis.
   functions::IntN dilate = 1;
+  /// Number of channel groups; in_channels and out_channels must be multiples of it.
   int64_t groups = 1;
+  /// Seed of the link's own generator (as LinearOptions::seed); unset: the thread's default one.
   std::optional<uint64_t> seed = std::nullopt;
 };
 
@@ -66,6 +76,7 @@ class ConvolutionND : public detail::ConvolutionLinkBase {
   using Link::forward;
 
  protected:
+  /// As the public constructor; `name` names the link in errors.
   ConvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                 ConvolutionNDOptions options);
 
@@ -76,6 +87,7 @@ class ConvolutionND : public detail::ConvolutionLinkBase {
 /// ConvolutionND with one spatial axis: x (N, C, L).
 class Convolution1D : public ConvolutionND {
  public:
+  /// ConvolutionND(1, ...).
   Convolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                 ConvolutionNDOptions options = {});
 };
@@ -83,6 +95,7 @@ class Convolution1D : public ConvolutionND {
 /// ConvolutionND with three spatial axes: x (N, C, D, H, W).
 class Convolution3D : public ConvolutionND {
  public:
+  /// ConvolutionND(3, ...).
   Convolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                 ConvolutionNDOptions options = {});
 };
@@ -100,6 +113,7 @@ class DeconvolutionND : public detail::ConvolutionLinkBase {
   using Link::forward;
 
  protected:
+  /// As the public constructor; `name` names the link in errors.
   DeconvolutionND(const char* name, int64_t ndim, int64_t in_channels, int64_t out_channels,
                   const functions::IntN& ksize, DeconvolutionNDOptions options);
 
@@ -110,6 +124,7 @@ class DeconvolutionND : public detail::ConvolutionLinkBase {
 /// DeconvolutionND with one spatial axis: x (N, C, L).
 class Deconvolution1D : public DeconvolutionND {
  public:
+  /// DeconvolutionND(1, ...).
   Deconvolution1D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                   DeconvolutionNDOptions options = {});
 };
@@ -117,6 +132,7 @@ class Deconvolution1D : public DeconvolutionND {
 /// DeconvolutionND with three spatial axes: x (N, C, D, H, W).
 class Deconvolution3D : public DeconvolutionND {
  public:
+  /// DeconvolutionND(3, ...).
   Deconvolution3D(int64_t in_channels, int64_t out_channels, const functions::IntN& ksize,
                   DeconvolutionNDOptions options = {});
 };

@@ -42,6 +42,7 @@ class CRF1d : public Link {
   /// scores stay in the sorted order, as Chainer.
   std::pair<Variable, std::vector<Array>> argmax(const std::vector<Variable>& xs, bool transpose = false);
 
+  /// The transition cost parameter (n_label, n_label).
   const Variable& cost() const { return cost_; }
 
  private:

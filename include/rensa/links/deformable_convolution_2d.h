@@ -19,8 +19,11 @@ namespace rensa::links {
 
 /// Options of DeformableConvolution2DSampler, in Chainer's argument order.
 struct DeformableConvolution2DSamplerOptions {
+  /// Stride of the window along (y, x).
   functions::Int2 stride = 1;
+  /// Zero padding along (y, x), on both sides.
   functions::Int2 pad = 0;
+  /// No bias parameter.
   bool nobias = false;
   /// Initializer of W; null means zeros (Chainer's default here).
   std::shared_ptr<const initializers::Initializer> initialW = nullptr;
@@ -41,9 +44,11 @@ class DeformableConvolution2DSampler : public detail::WeightBiasLink {
   DeformableConvolution2DSampler(int64_t in_channels, int64_t out_channels, functions::Int2 ksize,
                                  DeformableConvolution2DSamplerOptions options = {});
 
+  /// The deformable convolution of x (N, C, H, W) sampled at the kernel taps moved by `offset` (N, 2 kh kw, OH, OW).
   Variable forward(const Variable& x, const Variable& offset);
   /// forward(inputs[0], inputs[1]); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
+  /// forward(x, offset) between the link hooks.
   Variable operator()(const Variable& x, const Variable& offset) {
     const Variable args[] = {x, offset};
     return call_forward(args, [&] { return forward(x, offset); });
@@ -60,15 +65,21 @@ class DeformableConvolution2DSampler : public detail::WeightBiasLink {
 /// Options of DeformableConvolution2D, in Chainer's argument order: those of the offset
 /// convolution, then those of the deformable one.
 struct DeformableConvolution2DOptions {
+  /// Stride of both convolutions along (y, x).
   functions::Int2 stride = 1;
+  /// Zero padding of both convolutions along (y, x).
   functions::Int2 pad = 0;
+  /// No bias for the offset convolution.
   bool offset_nobias = false;
   /// Null: LeCunNormal (Convolution2D's default).
   std::shared_ptr<const initializers::Initializer> offset_initialW = nullptr;
+  /// Initializer of the offset convolution's bias; null means zeros.
   std::shared_ptr<const initializers::Initializer> offset_initial_bias = nullptr;
+  /// No bias for the deformable convolution.
   bool deform_nobias = false;
   /// Null: zeros (DeformableConvolution2DSampler's default).
   std::shared_ptr<const initializers::Initializer> deform_initialW = nullptr;
+  /// Initializer of the deformable convolution's bias; null means zeros.
   std::shared_ptr<const initializers::Initializer> deform_initial_bias = nullptr;
   /// Seeds the children: offset_conv with seed, deform_conv with seed + 1. Unset: the thread's
   /// default generator.
@@ -88,7 +99,9 @@ class DeformableConvolution2D : public Chain {
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// The convolution that computes the offsets from x.
   Convolution2D& offset_conv() { return *offset_conv_; }
+  /// The deformable convolution applied with those offsets.
   DeformableConvolution2DSampler& deform_conv() { return *deform_conv_; }
 
  private:

@@ -15,8 +15,11 @@ namespace rensa::links {
 
 /// Options of DepthwiseConvolution2D, in Chainer's argument order.
 struct DepthwiseConvolution2DOptions {
+  /// Stride of the window along (y, x).
   functions::Int2 stride = 1;
+  /// Zero padding along (y, x), on both sides.
   functions::Int2 pad = 0;
+  /// No bias parameter.
   bool nobias = false;
   /// Initializer of W; null means HeNormal(1 / sqrt(2)) (Chainer's default here).
   std::shared_ptr<const initializers::Initializer> initialW = nullptr;
@@ -40,6 +43,7 @@ class DepthwiseConvolution2D : public detail::WeightBiasLink {
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// Output channels per input channel.
   int64_t channel_multiplier() const { return channel_multiplier_; }
 
  private:

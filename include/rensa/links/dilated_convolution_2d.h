@@ -15,9 +15,13 @@ namespace rensa::links {
 
 /// Options of DilatedConvolution2D, in Chainer's argument order.
 struct DilatedConvolution2DOptions {
+  /// Stride of the window along (y, x).
   functions::Int2 stride = 1;
+  /// Zero padding along (y, x), on both sides.
   functions::Int2 pad = 0;
+  /// Dilation along (y, x): the distance between kernel taps.
   functions::Int2 dilate = 1;
+  /// No bias parameter.
   bool nobias = false;
   /// Initializer of W; null means LeCunNormal().
   std::shared_ptr<const initializers::Initializer> initialW = nullptr;

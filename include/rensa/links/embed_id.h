@@ -30,12 +30,15 @@ struct EmbedIDOptions {
 /// ids x to rows of W (functions::embed_id).
 class EmbedID : public Link {
  public:
+  /// ValueError for a negative size.
   EmbedID(int64_t in_size, int64_t out_size, EmbedIDOptions options = {});
   /// Rows of W for the ids in x (x's array must be int32 or int64).
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// The embedding matrix W (in_size, out_size).
   const Variable& W() const { return W_; }
+  /// The id that gives zero vectors, if any.
   std::optional<int64_t> ignore_label() const { return ignore_label_; }
 
  private:

@@ -36,11 +36,17 @@ struct GRUOptions {
 /// in_size unknown (-1), W_r, W_z and W wait for their first input.
 class GRUBase : public Chain {
  public:
+  /// Reset gate on the input: r = sigmoid(W_r x + U_r h).
   Linear& W_r() { return W_r_; }
+  /// Reset gate on the state.
   Linear& U_r() { return U_r_; }
+  /// Update gate on the input: z = sigmoid(W_z x + U_z h).
   Linear& W_z() { return W_z_; }
+  /// Update gate on the state.
   Linear& U_z() { return U_z_; }
+  /// Candidate on the input: h~ = tanh(W x + U (r * h)); then h' = z h~ + (1 - z) h.
   Linear& W() { return W_; }
+  /// Candidate on the reset state.
   Linear& U() { return U_; }
   /// H, the number of units.
   int64_t state_size() const { return state_size_; }
@@ -48,9 +54,12 @@ class GRUBase : public Chain {
   int64_t in_size() const { return W_.in_size(); }
 
  protected:
+  /// `link` names the link in errors. ValueError unless out_size > 0 and in_size >= -1.
   GRUBase(const char* link, int64_t in_size, int64_t out_size, const GRUOptions& options);
 
+  /// The link's name, used in error messages.
   const char* link_;
+  /// H, the number of units.
   int64_t state_size_;
 
  private:
@@ -61,11 +70,14 @@ class GRUBase : public Chain {
 /// elements per row. ShapeError naming StatelessGRU and the shapes when they do not fit.
 class StatelessGRU : public GRUBase {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0.
   StatelessGRU(int64_t in_size, int64_t out_size, const GRUOptions& options = {});
   /// in_size inferred from the first input.
   explicit StatelessGRU(int64_t out_size, const GRUOptions& options = {});
 
+  /// h' for the state h (B, H) and the input x (B, ...).
   Variable forward(const Variable& h, const Variable& x);
+  /// forward(h, x) between the link hooks.
   Variable operator()(const Variable& h, const Variable& x) {
     const Variable args[] = {h, x};
     return call_forward(args, [&] { return forward(h, x); });
@@ -77,6 +89,7 @@ class StatelessGRU : public GRUBase {
 /// h' = sigmoid(W_z x) tanh(W x), as Chainer's (no U terms); later calls' batch must equal h's.
 class StatefulGRU : public detail::WithHiddenState<GRUBase> {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0.
   StatefulGRU(int64_t in_size, int64_t out_size, const GRUOptions& options = {});
   /// in_size inferred from the first input.
   explicit StatefulGRU(int64_t out_size, const GRUOptions& options = {});

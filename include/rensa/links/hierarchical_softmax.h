@@ -23,10 +23,13 @@ struct BinaryTree {
   /// Empty for a leaf; left and right for an internal node.
   std::vector<BinaryTree> children;
 
+  /// A leaf holding word `id`.
   static BinaryTree leaf(int64_t id) { return BinaryTree{id, {}}; }
+  /// An internal node with `left` and `right` subtrees.
   static BinaryTree node(BinaryTree left, BinaryTree right) {
     return BinaryTree{0, {std::move(left), std::move(right)}};
   }
+  /// True for a leaf (no children).
   bool is_leaf() const { return children.empty(); }
   /// Chainer's tuple notation, "((1, 2), 3)".
   std::string to_string() const;
@@ -60,6 +63,7 @@ class BinaryHierarchicalSoftmax : public Link {
   Variable forward(const Variable& x, const Array& t);
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
+  /// forward(x, t) between the link hooks.
   Variable operator()(const Variable& x, const Array& t) {
     return call_forward({&x, 1}, [&] { return forward(x, t); });
   }
@@ -69,6 +73,7 @@ class BinaryHierarchicalSoftmax : public Link {
   /// left. {0: 8, 1: 5, 2: 6, 3: 4} gives ((3, 1), (2, 0)). ValueError when empty.
   static BinaryTree create_huffman_tree(const std::vector<std::pair<int64_t, double>>& word_counts);
 
+  /// The parameter W (number of internal nodes, in_size).
   const Variable& W() const { return W_; }
   /// The internal nodes on the path of `word` and their codes (empty for a word not in the tree).
   /// IndexError outside [0, max id].

@@ -43,11 +43,17 @@ class Inception : public Chain {
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// 1x1 convolution, in -> out1.
   Convolution2D& conv1() const { return *conv1_; }
+  /// 1x1 projection before conv3, in -> proj3.
   Convolution2D& proj3() const { return *proj3_; }
+  /// 3x3 convolution (pad 1), proj3 -> out3.
   Convolution2D& conv3() const { return *conv3_; }
+  /// 1x1 projection before conv5, in -> proj5.
   Convolution2D& proj5() const { return *proj5_; }
+  /// 5x5 convolution (pad 2), proj5 -> out5.
   Convolution2D& conv5() const { return *conv5_; }
+  /// 1x1 projection after the max pooling, in -> proj_pool.
   Convolution2D& projp() const { return *projp_; }
 
  private:

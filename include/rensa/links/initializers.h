@@ -15,12 +15,14 @@ namespace rensa::initializers {
 class Initializer {
  public:
   virtual ~Initializer() = default;
+  /// Fills `array` (any shape, floating dtype, written in place) with values drawn from `gen`.
   virtual void operator()(const Array& array, Generator& gen) const = 0;
 };
 
 /// N(0, scale^2 / fan_in) — Chainer's default for Linear and convolutions.
 class LeCunNormal : public Initializer {
  public:
+  /// `scale` multiplies the standard deviation.
   explicit LeCunNormal(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -29,6 +31,7 @@ class LeCunNormal : public Initializer {
 /// U(-s, s) with s = scale * sqrt(3 / fan_in) (Chainer's LeCunUniform: GoogLeNet's default).
 class LeCunUniform : public Initializer {
  public:
+  /// `scale` multiplies the bound.
   explicit LeCunUniform(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -40,6 +43,7 @@ enum class FanOption { fan_in, fan_out };
 /// N(0, 2 scale^2 / fan), fan = fan_in (default) or fan_out.
 class HeNormal : public Initializer {
  public:
+  /// `scale` multiplies the standard deviation; `fan` picks the fan it divides by.
   explicit HeNormal(double scale = 1.0, FanOption fan = FanOption::fan_in) : scale_(scale), fan_(fan) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -49,6 +53,7 @@ class HeNormal : public Initializer {
 /// U(-s, s) with s = scale * sqrt(6 / fan_in).
 class HeUniform : public Initializer {
  public:
+  /// `scale` multiplies the bound.
   explicit HeUniform(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -57,6 +62,7 @@ class HeUniform : public Initializer {
 /// N(0, s^2) with s = scale * sqrt(2 / (fan_in + fan_out)).
 class GlorotNormal : public Initializer {
  public:
+  /// `scale` multiplies the standard deviation.
   explicit GlorotNormal(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -65,6 +71,7 @@ class GlorotNormal : public Initializer {
 /// U(-s, s) with s = scale * sqrt(6 / (fan_in + fan_out)).
 class GlorotUniform : public Initializer {
  public:
+  /// `scale` multiplies the bound.
   explicit GlorotUniform(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -73,6 +80,7 @@ class GlorotUniform : public Initializer {
 /// N(0, scale^2).
 class Normal : public Initializer {
  public:
+  /// `scale` is the standard deviation.
   explicit Normal(double scale = 0.05) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -81,6 +89,7 @@ class Normal : public Initializer {
 /// U(-scale, scale).
 class Uniform : public Initializer {
  public:
+  /// `scale` is the bound.
   explicit Uniform(double scale = 0.05) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -89,15 +98,18 @@ class Uniform : public Initializer {
 /// Every element = value.
 class Constant : public Initializer {
  public:
+  /// Fills with `value` (converted to the array's dtype).
   explicit Constant(double value) : value_(value) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
   double value_;
 };
+/// Every element 0 (Chainer's Zero).
 class Zero : public Constant {
  public:
   Zero() : Constant(0.0) {}
 };
+/// Every element 1 (Chainer's One).
 class One : public Constant {
  public:
   One() : Constant(1.0) {}
@@ -110,6 +122,7 @@ class NaN : public Constant {
 /// scale times the identity; ValueError unless the array is a 2-d square matrix.
 class Identity : public Initializer {
  public:
+  /// `scale` multiplies the identity.
   explicit Identity(double scale = 1.0) : scale_(scale) {}
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -123,6 +136,7 @@ class Identity : public Initializer {
 /// for an empty array or another mode.
 class Orthogonal : public Initializer {
  public:
+  /// ValueError for a mode other than "auto", "projection", "embedding" or "basis".
   explicit Orthogonal(double scale = 1.1, std::string mode = "auto");
   void operator()(const Array& array, Generator& gen) const override;
  private:
@@ -135,12 +149,14 @@ class Orthogonal : public Initializer {
 /// "linear".
 class UpsamplingDeconvFilter : public Initializer {
  public:
+  /// ValueError for an interpolation other than "linear".
   explicit UpsamplingDeconvFilter(const std::string& interpolation = "linear");
   void operator()(const Array& array, Generator& gen) const override;
 };
 /// The same filter normalized to sum 1, for a downsampling convolution with stride (ksize + 1) / 2.
 class DownsamplingConvFilter : public Initializer {
  public:
+  /// ValueError for an interpolation other than "linear".
   explicit DownsamplingConvFilter(const std::string& interpolation = "linear");
   void operator()(const Array& array, Generator& gen) const override;
 };

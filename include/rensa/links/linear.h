@@ -43,6 +43,7 @@ class Linear : public detail::WeightBiasLink {
   /// Input size, or -1 while W is uninitialized (W may also be initialized by copyparams or by
   /// loading).
   int64_t in_size() const { return W_.array().is_null() ? -1 : W_.shape()[1]; }
+  /// Output size.
   int64_t out_size() const { return out_size_; }
 
  protected:

@@ -29,9 +29,13 @@ class LinkHook;
 /// forward_preprocess, and in forward_postprocess too when the forward threw or returned no
 /// Variable.
 struct LinkForwardCall {
+  /// The link whose forward is called.
   Link& link;
+  /// Which forward runs ("forward").
   std::string_view forward_name;
+  /// The arguments passed to the forward.
   std::span<const Variable> args;
+  /// The result (one Variable), empty as said above.
   std::span<const Variable> out;
 };
 
@@ -96,6 +100,7 @@ class Link {
   /// Unregisters parameter or persistent value `name` (Chainer's delattr; used by link hooks that
   /// registered their own). ValueError if absent. An optimizer set up before keeps its handle.
   void remove_param(const std::string& name);
+  /// Unregisters persistent value `name` (Chainer's delattr); ValueError if absent.
   void remove_persistent(const std::string& name);
 
   /// Makes this link's forward read parameter `name` through `transform` until it is cleared: how
@@ -113,6 +118,7 @@ class Link {
   /// registration order, depth first. Uninitialized parameters are included unless
   /// `include_uninit` is false.
   std::vector<std::pair<std::string, Variable>> namedparams(bool include_uninit = true) const;
+  /// The parameters of namedparams(), without their paths.
   std::vector<Variable> params(bool include_uninit = true) const;
   /// Persistent values with their paths.
   std::vector<std::pair<std::string, Array*>> namedpersistents();
@@ -158,6 +164,7 @@ class Link {
   Variable operator()(const Variable& x) {
     return call_forward({&x, 1}, [&] { return forward(x); });
   }
+  /// Calls forward(inputs) between the link hooks installed on this thread and on this link.
   Variable operator()(const std::vector<Variable>& inputs) {
     return call_forward(inputs, [&] { return forward(inputs); });
   }
@@ -175,6 +182,7 @@ class Link {
 
   /// Optional name used in reports (set by the optimizer/updater: "main").
   const std::string& name() const { return name_; }
+  /// Sets the name used in reports.
   void set_name(std::string name) { name_ = std::move(name); }
 
  protected:
@@ -251,6 +259,7 @@ class ChainList : public Link {
   void append(Link& link);
   /// Appends and owns `link`.
   void append(std::shared_ptr<Link> link);
+  /// Number of children.
   std::size_t size() const { return children_.size(); }
   /// Child i; IndexError when out of range.
   Link& operator[](std::size_t i) const;

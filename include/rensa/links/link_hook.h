@@ -20,7 +20,9 @@ class LinkHook {
   virtual void added(Link* /*link*/) {}
   /// Called when removed (Link::delete_hook, or the end of the scope with null).
   virtual void deleted(Link* /*link*/) {}
+  /// Called before a link's forward runs.
   virtual void forward_preprocess(const LinkForwardCall& /*call*/) {}
+  /// Called after a link's forward (also when it threw: `out` is then empty).
   virtual void forward_postprocess(const LinkForwardCall& /*call*/) {}
 };
 
@@ -30,6 +32,7 @@ class LinkHook {
 /// scope. Not copyable or movable.
 class [[nodiscard]] LinkHookScope {
  public:
+  /// Installs `hook`; KeyError when a hook of the same name() is already installed on this thread.
   explicit LinkHookScope(LinkHook& hook);
   ~LinkHookScope();
   LinkHookScope(const LinkHookScope&) = delete;

@@ -15,7 +15,9 @@ namespace rensa::links {
 
 /// Options of LocalConvolution2D, in Chainer's argument order.
 struct LocalConvolution2DOptions {
+  /// Stride of the window along (y, x).
   functions::Int2 stride = 1;
+  /// No bias parameter.
   bool nobias = false;
   /// Initializer of W; null means LeCunNormal().
   std::shared_ptr<const initializers::Initializer> initialW = nullptr;
@@ -43,6 +45,7 @@ class LocalConvolution2D : public detail::WeightBiasLink {
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// Number of output channels.
   int64_t out_channels() const { return out_channels_; }
 
  private:

@@ -45,7 +45,9 @@ struct LSTMOptions {
 /// (B, in_size) by flattening the axes after the first.
 class LSTMBase : public Chain {
  public:
+  /// The child applied to the input x: Linear(in_size, 4 H).
   Linear& upward() { return upward_; }
+  /// The child applied to the previous h: Linear(H, 4 H, nobias).
   Linear& lateral() { return lateral_; }
   /// H, the number of units.
   int64_t state_size() const { return state_size_; }
@@ -59,6 +61,7 @@ class LSTMBase : public Chain {
   /// Checks x against in_size (ShapeError naming the link) and draws the weights at the first call.
   void prepare(const Variable& x);
 
+  /// The link's name, used in error messages.
   const char* link_;
 
  private:
@@ -75,6 +78,7 @@ class LSTMBase : public Chain {
 /// lateral term; c null: zeros); x is (B, ...) with in_size elements per row.
 class StatelessLSTM : public LSTMBase {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0 (-1: inferred from the first input).
   StatelessLSTM(int64_t in_size, int64_t out_size, LSTMOptions options = {});
   /// in_size inferred from the first input.
   explicit StatelessLSTM(int64_t out_size, LSTMOptions options = {});
@@ -82,6 +86,7 @@ class StatelessLSTM : public LSTMBase {
   /// ShapeError (naming StatelessLSTM and the shapes) when x does not fit in_size or c, h are not
   /// (B, H).
   std::pair<Variable, Variable> forward(const Variable& c, const Variable& h, const Variable& x);
+  /// forward(c, h, x) between the link hooks.
   std::pair<Variable, Variable> operator()(const Variable& c, const Variable& h, const Variable& x) {
     const Variable args[] = {c, h, x};
     return call_forward(args, [&] { return forward(c, h, x); });
@@ -96,6 +101,7 @@ class StatelessLSTM : public LSTMBase {
 /// a larger batch than the states' is a ShapeError.
 class LSTM : public detail::WithCellState<LSTMBase> {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0 (-1: inferred from the first input).
   LSTM(int64_t in_size, int64_t out_size, LSTMOptions options = {});
   /// in_size inferred from the first input.
   explicit LSTM(int64_t out_size, LSTMOptions options = {});
@@ -123,16 +129,24 @@ struct PeepholeLSTMOptions {
 /// states' (ShapeError).
 class StatefulPeepholeLSTM : public detail::WithCellState<Chain> {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0 (-1: inferred from the first input).
   StatefulPeepholeLSTM(int64_t in_size, int64_t out_size, PeepholeLSTMOptions options = {});
+  /// in_size inferred from the first input.
   explicit StatefulPeepholeLSTM(int64_t out_size, PeepholeLSTMOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
+  /// H, the number of units.
   int64_t state_size() const { return state_size_; }
+  /// The child applied to the input x: Linear(in_size, 4 H).
   Linear& upward() { return upward_; }
+  /// The child applied to the previous h: Linear(H, 4 H, nobias).
   Linear& lateral() { return lateral_; }
+  /// Peephole from c to the input gate: Linear(H, H, nobias).
   Linear& peep_i() { return peep_i_; }
+  /// Peephole from c to the forget gate: Linear(H, H, nobias).
   Linear& peep_f() { return peep_f_; }
+  /// Peephole from the new c to the output gate: Linear(H, H, nobias).
   Linear& peep_o() { return peep_o_; }
 
  private:
@@ -144,6 +158,7 @@ class StatefulPeepholeLSTM : public detail::WithCellState<Chain> {
 struct ZoneoutLSTMOptions {
   /// Probabilities of keeping each element of the previous c and h (in [0, 1]; ValueError).
   double c_ratio = 0.5;
+  /// Probability of keeping each element of the previous h (in [0, 1]; ValueError).
   double h_ratio = 0.5;
   /// Seed of the children's generators (upward: seed, lateral: seed + 1); unset: the thread's
   /// default generator.
@@ -161,17 +176,24 @@ struct ZoneoutLSTMOptions {
 /// every call's batch must equal the states'.
 class StatefulZoneoutLSTM : public detail::WithCellState<Chain> {
  public:
+  /// ValueError unless out_size > 0, in_size >= 0 (-1: inferred) and both ratios are in [0, 1].
   StatefulZoneoutLSTM(int64_t in_size, int64_t out_size, ZoneoutLSTMOptions options = {});
+  /// in_size inferred from the first input.
   explicit StatefulZoneoutLSTM(int64_t out_size, ZoneoutLSTMOptions options = {});
 
   Variable forward(const Variable& x) override;
   using Link::forward;
   /// Sets the states (both (B, H); ShapeError otherwise; moved to the link's device).
   void set_state(const Variable& c, const Variable& h) { set_cell_state("StatefulZoneoutLSTM", state_size_, c, h); }
+  /// H, the number of units.
   int64_t state_size() const { return state_size_; }
+  /// Probability of keeping each element of the previous c.
   double c_ratio() const { return c_ratio_; }
+  /// Probability of keeping each element of the previous h.
   double h_ratio() const { return h_ratio_; }
+  /// The child applied to the input x: Linear(in_size, 4 H).
   Linear& upward() { return upward_; }
+  /// The child applied to the previous h: Linear(H, 4 H, nobias).
   Linear& lateral() { return lateral_; }
 
  private:

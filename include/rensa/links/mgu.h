@@ -27,9 +27,13 @@ struct MGUOptions {
 /// The two Linear children of the MGU links (default initializers, Config dtype at construction).
 class MGUBase : public Chain {
  public:
+  /// Forget gate: f = sigmoid(W_f [h, x]), Linear(H + in_size, H).
   Linear& W_f() { return W_f_; }
+  /// Candidate: h~ = tanh(W_h [f h, x]), Linear(H + in_size, H); then h' = f h~ + (1 - f) h.
   Linear& W_h() { return W_h_; }
+  /// Size of each input row.
   int64_t in_size() const { return in_size_; }
+  /// H, the number of units.
   int64_t state_size() const { return state_size_; }
 
  protected:
@@ -38,6 +42,7 @@ class MGUBase : public Chain {
   /// One step; ShapeError naming the link unless h is (B, H) and x (B, in_size).
   Variable step(const Variable& h, const Variable& x);
 
+  /// The link's name, used in error messages.
   const char* link_;
 
  private:
@@ -48,8 +53,11 @@ class MGUBase : public Chain {
 /// An MGU without state: forward(h, x) returns h'.
 class StatelessMGU : public MGUBase {
  public:
+  /// ValueError unless in_size >= 0 and out_size > 0.
   StatelessMGU(int64_t in_size, int64_t out_size, MGUOptions options = {});
+  /// h' for the state h (B, H) and the input x (B, in_size).
   Variable forward(const Variable& h, const Variable& x) { return step(h, x); }
+  /// forward(h, x) between the link hooks.
   Variable operator()(const Variable& h, const Variable& x) {
     const Variable args[] = {h, x};
     return call_forward(args, [&] { return forward(h, x); });
@@ -60,6 +68,7 @@ class StatelessMGU : public MGUBase {
 /// A stateful MGU: forward(x) updates h (zeros of x's dtype at the first call) and returns it.
 class StatefulMGU : public detail::WithHiddenState<MGUBase> {
  public:
+  /// ValueError unless in_size >= 0 and out_size > 0.
   StatefulMGU(int64_t in_size, int64_t out_size, MGUOptions options = {});
   Variable forward(const Variable& x) override;
   using Link::forward;

@@ -17,7 +17,9 @@ namespace rensa::links {
 
 /// Options of MLPConvolution2D, in Chainer's argument order.
 struct MLPConvolution2DOptions {
+  /// Stride of the first convolution along (y, x) (the 1x1 ones use 1).
   functions::Int2 stride = 1;
+  /// Zero padding of the first convolution along (y, x).
   functions::Int2 pad = 0;
   /// Applied after every convolution but the last; null means relu.
   std::function<Variable(const Variable&)> activation = nullptr;

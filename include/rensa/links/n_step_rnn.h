@@ -40,9 +40,13 @@ struct NStepRNNOptions {
 /// the n_step function.
 class NStepRNNBase : public ChainList {
  public:
+  /// Number of stacked layers.
   int64_t n_layers() const { return n_layers_; }
+  /// Size of each input vector of the first layer.
   int64_t in_size() const { return in_size_; }
+  /// H, the number of units per direction.
   int64_t out_size() const { return out_size_; }
+  /// Dropout ratio on the inputs of the layers above the first (training mode).
   double dropout() const { return dropout_; }
   /// 2 for the bi-directional links, else 1.
   int64_t direction() const { return direction_; }
@@ -52,6 +56,7 @@ class NStepRNNBase : public ChainList {
   const std::vector<std::vector<Variable>>& bs() const { return bs_; }
 
  protected:
+  /// The recurrent cell the link stacks.
   enum class Cell { lstm, gru, rnn_tanh, rnn_relu };
   /// ValueError naming `link` unless n_layers > 0, in_size >= 0, out_size > 0 and
   /// 0 <= dropout < 1; DtypeError for a non-floating Config dtype.
@@ -79,11 +84,13 @@ class NStepRNNBase : public ChainList {
 /// Stacked LSTM: 8 weights per child (w0..w3 on the layer input, w4..w7 on h).
 class NStepLSTM : public NStepRNNBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
   /// Returns hy, cy (like hx) and ys.
   functions::NStepResult forward(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return run(hx, cx, xs);
   }
+  /// forward(hx, cx, xs) between the link hooks.
   functions::NStepResult operator()(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return call_run(hx, cx, xs);
   }
@@ -93,10 +100,13 @@ class NStepLSTM : public NStepRNNBase {
 /// Bi-directional stacked LSTM (layers above the first take 2 H inputs).
 class NStepBiLSTM : public NStepRNNBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepBiLSTM(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
+  /// Returns hy, cy (like hx) and ys (ys[i] is (L_i, 2 H)).
   functions::NStepResult forward(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return run(hx, cx, xs);
   }
+  /// forward(hx, cx, xs) between the link hooks.
   functions::NStepResult operator()(const Variable& hx, const Variable& cx, const std::vector<Variable>& xs) {
     return call_run(hx, cx, xs);
   }
@@ -106,7 +116,9 @@ class NStepBiLSTM : public NStepRNNBase {
 /// The links without a cell state: forward(hx, xs) returns hy and ys (cy null).
 class NStepHiddenOnlyBase : public NStepRNNBase {
  public:
+  /// Returns hy (like hx) and ys; cy is null.
   functions::NStepResult forward(const Variable& hx, const std::vector<Variable>& xs) { return run(hx, {}, xs); }
+  /// forward(hx, xs) between the link hooks.
   functions::NStepResult operator()(const Variable& hx, const std::vector<Variable>& xs) {
     return call_run(hx, {}, xs);
   }
@@ -119,31 +131,40 @@ class NStepHiddenOnlyBase : public NStepRNNBase {
 /// Stacked GRU: 6 weights per child (w0..w2 on the layer input, w3..w5 on h).
 class NStepGRU : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
 };
+/// Bi-directional stacked GRU (layers above the first take 2 H inputs).
 class NStepBiGRU : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepBiGRU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout, const NStepRNNOptions& options = {});
 };
 /// Stacked Elman RNN with tanh: 2 weights per child (w0 on the layer input, w1 on h).
 class NStepRNNTanh : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
                const NStepRNNOptions& options = {});
 };
 /// Stacked Elman RNN with relu.
 class NStepRNNReLU : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
                const NStepRNNOptions& options = {});
 };
+/// Bi-directional stacked Elman RNN with tanh (layers above the first take 2 H inputs).
 class NStepBiRNNTanh : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepBiRNNTanh(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
                  const NStepRNNOptions& options = {});
 };
+/// Bi-directional stacked Elman RNN with relu (layers above the first take 2 H inputs).
 class NStepBiRNNReLU : public NStepHiddenOnlyBase {
  public:
+  /// ValueError unless n_layers > 0, in_size >= 0, out_size > 0 and 0 <= dropout < 1.
   NStepBiRNNReLU(int64_t n_layers, int64_t in_size, int64_t out_size, double dropout,
                  const NStepRNNOptions& options = {});
 };

@@ -33,15 +33,20 @@ class NegativeSampling : public Link {
   NegativeSampling(int64_t in_size, const std::vector<double>& counts, int64_t sample_size,
                    NegativeSamplingOptions options = {});
 
+  /// The loss of x (B, in_size) and t (B,); `reduce` "sum" or "no"; `samples`, if not null, receives the ids used.
   Variable forward(const Variable& x, const Array& t, std::string_view reduce = "sum", Array* samples = nullptr);
   /// forward(inputs[0], inputs[1].array()); ValueError unless there are two inputs.
   Variable forward(const std::vector<Variable>& inputs) override;
+  /// forward(x, t, reduce) between the link hooks.
   Variable operator()(const Variable& x, const Array& t, std::string_view reduce = "sum") {
     return call_forward({&x, 1}, [&] { return forward(x, t, reduce); });
   }
 
+  /// The embedding parameter W (len(counts), in_size).
   const Variable& W() const { return W_; }
+  /// The sampler of the negative ids (counts^power).
   const WalkerAlias& sampler() const { return sampler_; }
+  /// Negative samples drawn per example.
   int64_t sample_size() const { return sample_size_; }
 
  private:

@@ -18,6 +18,7 @@ namespace rensa::links {
 struct BatchNormalizationOptions {
   /// Weight of the old value in the running averages: avg = decay avg + (1 - decay) batch.
   double decay = 0.9;
+  /// Added to the variance before the square root (> 0; ValueError otherwise).
   double eps = 2e-5;
   /// Learn a scale gamma (initialized to ones); without it the scale is 1.
   bool use_gamma = true;
@@ -57,6 +58,7 @@ class BatchNormalization : public Link {
 
   /// Turns finetune mode on or off (N is kept).
   void set_finetune(bool on) { finetune_ = on; }
+  /// True in finetune mode.
   bool finetune() const { return finetune_; }
   /// Resets N to 0 (Chainer's start_finetuning): the next finetune forward replaces the averages.
   void start_finetuning();
@@ -64,6 +66,7 @@ class BatchNormalization : public Link {
   /// Sets or clears (nullopt) ghost batch normalization on a built model, as the option does: the
   /// examples' --ghost-batch. ValueError unless positive.
   void set_ghost_batch_size(std::optional<int64_t> ghost_batch_size);
+  /// The ghost batch size, or nullopt when the whole batch is normalized at once.
   const std::optional<int64_t>& ghost_batch_size() const { return options_.ghost_batch_size; }
 
   /// Takes the training-mode statistics over the batches of every worker through `allreduce_sum`
@@ -74,13 +77,16 @@ class BatchNormalization : public Link {
   void set_allreduce_sum(std::function<Variable(const Variable&)> allreduce_sum) {
     allreduce_sum_ = std::move(allreduce_sum);
   }
+  /// The function set by set_allreduce_sum (null: this batch's statistics alone).
   const std::function<Variable(const Variable&)>& allreduce_sum() const { return allreduce_sum_; }
 
   /// gamma, or a null Variable without use_gamma.
   const Variable& gamma() const { return gamma_; }
   /// beta, or a null Variable without use_beta.
   const Variable& beta() const { return beta_; }
+  /// Running average of the per-channel mean (a persistent, shape (size,)).
   Array& avg_mean() { return persistent("avg_mean"); }
+  /// Running average of the per-channel variance (a persistent, shape (size,)), unbiased.
   Array& avg_var() { return persistent("avg_var"); }
   /// Batches accumulated in finetune mode since the last start_finetuning().
   int64_t n_batches();
@@ -91,6 +97,7 @@ class BatchNormalization : public Link {
   double training_decay();
   /// ShapeError naming `op` unless x is (N, size, ...).
   void check_input(const char* op, const Variable& x) const;
+  /// The options given to the constructor.
   const BatchNormalizationOptions& options() const { return options_; }
 
  private:
@@ -109,6 +116,7 @@ class BatchNormalization : public Link {
 /// are refused.
 class BatchRenormalization : public BatchNormalization {
  public:
+  /// ValueError unless rmax >= 1 and dmax >= 0, and for options.ghost_batch_size.
   BatchRenormalization(int64_t size, double rmax = 1.0, double dmax = 0.0, BatchNormalizationOptions options = {});
   Variable forward(const Variable& x) override;
   using Link::forward;
@@ -130,6 +138,7 @@ class BatchRenormalization : public BatchNormalization {
 /// x is (N, size, ...), and the functions' errors.
 class DecorrelatedBatchNormalization : public Link {
  public:
+  /// See the class for the errors; `dtype` is that of the running statistics.
   explicit DecorrelatedBatchNormalization(int64_t size, int64_t groups = 16, double decay = 0.9, double eps = 2e-5,
                                           Dtype dtype = Dtype::float32);
   Variable forward(const Variable& x) override;
@@ -137,13 +146,17 @@ class DecorrelatedBatchNormalization : public Link {
 
   /// Turns finetune mode (Chainer's forward(x, finetune=True)) on or off; N is kept.
   void set_finetune(bool on) { finetune_ = on; }
+  /// True in finetune mode.
   bool finetune() const { return finetune_; }
   /// Resets N to 0: the next finetune forward replaces the averages.
   void start_finetuning();
+  /// Running average of the per-group mean (a persistent).
   Array& avg_mean() { return persistent("avg_mean"); }
+  /// Running average of the per-group whitening matrix (a persistent).
   Array& avg_projection() { return persistent("avg_projection"); }
   /// Batches accumulated in finetune mode since the last start_finetuning().
   int64_t n_batches();
+  /// Number of channel groups whitened separately.
   int64_t groups() const { return groups_; }
 
  private:
@@ -157,10 +170,13 @@ class DecorrelatedBatchNormalization : public Link {
 /// eps > 0; forward errors as functions::group_normalization.
 class GroupNormalization : public Link {
  public:
+  /// See the class for the errors.
   explicit GroupNormalization(int64_t groups, int64_t size = 0, double eps = 1e-5);
   Variable forward(const Variable& x) override;
   using Link::forward;
+  /// Per-channel scale, (size,); null until size is known.
   const Variable& gamma() const { return gamma_; }
+  /// Per-channel shift, (size,); null until size is known.
   const Variable& beta() const { return beta_; }
 
  private:
@@ -175,12 +191,15 @@ class GroupNormalization : public Link {
 /// size 0: inferred from the first input's last axis.
 class LayerNormalization : public Link {
  public:
+  /// ValueError unless eps > 0 (size 0: inferred from the first input).
   explicit LayerNormalization(int64_t size = 0, double eps = 1e-5);
 
   Variable forward(const Variable& x) override;
   using Link::forward;
 
+  /// Scale over the last axis, (size,); null until size is known.
   const Variable& gamma() const { return gamma_; }
+  /// Shift over the last axis, (size,); null until size is known.
   const Variable& beta() const { return beta_; }
 
  private:

@@ -25,6 +25,7 @@ namespace rensa::links {
 /// initialW null: LeCunNormal (Chainer's default).
 class BottleneckA : public Chain {
  public:
+  /// Bad sizes throw the children's errors (Convolution2D, BatchNormalization).
   BottleneckA(int64_t in_channels, int64_t mid_channels, int64_t out_channels, int64_t stride = 2,
               const std::shared_ptr<const initializers::Initializer>& initialW = nullptr, bool downsample_fb = false);
   Variable forward(const Variable& x) override;
@@ -40,6 +41,7 @@ class BottleneckA : public Chain {
 /// + x).
 class BottleneckB : public Chain {
  public:
+  /// Bad sizes throw the children's errors (Convolution2D, BatchNormalization).
   BottleneckB(int64_t in_channels, int64_t mid_channels,
               const std::shared_ptr<const initializers::Initializer>& initialW = nullptr);
   Variable forward(const Variable& x) override;
@@ -54,6 +56,7 @@ class BottleneckB : public Chain {
 /// (BottleneckB), applied in order. ValueError for n_layers < 1.
 class BuildingBlock : public Chain {
  public:
+  /// ValueError for n_layers < 1; bad sizes throw the children's errors.
   BuildingBlock(int64_t n_layers, int64_t in_channels, int64_t mid_channels, int64_t out_channels, int64_t stride,
                 const std::shared_ptr<const initializers::Initializer>& initialW = nullptr, bool downsample_fb = false);
   Variable forward(const Variable& x) override;
@@ -77,20 +80,26 @@ class ResNetLayers : public VisionLayers {
   ResNetLayers(const std::string& pretrained_model, int n_layers, bool downsample_fb);
 };
 
+/// ResNet with 50 layers ([3, 4, 6, 3] bottlenecks); Chainer's ResNet50Layers.
 class ResNet50Layers : public ResNetLayers {
  public:
+  /// `pretrained_model`: an .npz of Chainer's ResNet50Layers, or "" for random weights.
   explicit ResNet50Layers(const std::string& pretrained_model = "", bool downsample_fb = false)
       : ResNetLayers(pretrained_model, 50, downsample_fb) {}
 };
 
+/// ResNet with 101 layers ([3, 4, 23, 3] bottlenecks); Chainer's ResNet101Layers.
 class ResNet101Layers : public ResNetLayers {
  public:
+  /// `pretrained_model`: an .npz of Chainer's ResNet101Layers, or "" for random weights.
   explicit ResNet101Layers(const std::string& pretrained_model = "", bool downsample_fb = false)
       : ResNetLayers(pretrained_model, 101, downsample_fb) {}
 };
 
+/// ResNet with 152 layers ([3, 8, 36, 3] bottlenecks); Chainer's ResNet152Layers.
 class ResNet152Layers : public ResNetLayers {
  public:
+  /// `pretrained_model`: an .npz of Chainer's ResNet152Layers, or "" for random weights.
   explicit ResNet152Layers(const std::string& pretrained_model = "", bool downsample_fb = false)
       : ResNetLayers(pretrained_model, 152, downsample_fb) {}
 };

@@ -32,11 +32,13 @@ struct TreeLSTMOptions {
 /// c = sigmoid(i) tanh(a), h = sigmoid(o) tanh(c).
 class ChildSumTreeLSTM : public Chain {
  public:
+  /// ValueError unless out_size > 0 and in_size >= 0 (-1: inferred from the first input).
   ChildSumTreeLSTM(int64_t in_size, int64_t out_size, TreeLSTMOptions options = {});
   /// ValueError when cs and hs differ in length or every input is null; ShapeError naming the link
   /// when x is not (B, in_size) or a state is not (B, H).
   std::pair<Variable, Variable> forward(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                         const Variable& x);
+  /// forward(cs, hs, x) between the link hooks.
   std::pair<Variable, Variable> operator()(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                            const Variable& x) {
     std::vector<Variable> args(cs);
@@ -48,9 +50,13 @@ class ChildSumTreeLSTM : public Chain {
 
   /// The input size, or -1 until known.
   int64_t in_size() const { return W_x_.in_size(); }
+  /// H, the number of units.
   int64_t state_size() const { return state_size_; }
+  /// Input to the gates a, i, o and f: Linear(in_size, 4 H).
   Linear& W_x() { return W_x_; }
+  /// Sum of the children's h to a, i and o: Linear(H, 3 H, nobias).
   Linear& W_h_aio() { return W_h_aio_; }
+  /// Each child's h to its forget gate: Linear(H, H, nobias).
   Linear& W_h_f() { return W_h_f_; }
 
  private:
@@ -69,6 +75,7 @@ class NaryTreeLSTM : public Chain {
   /// cs and hs must each hold n_ary entries (ValueError); shapes as ChildSumTreeLSTM.
   std::pair<Variable, Variable> forward(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                         const Variable& x);
+  /// forward(cs, hs, x) between the link hooks.
   std::pair<Variable, Variable> operator()(const std::vector<Variable>& cs, const std::vector<Variable>& hs,
                                            const Variable& x) {
     std::vector<Variable> args(cs);
@@ -80,8 +87,11 @@ class NaryTreeLSTM : public Chain {
 
   /// The input size, or -1 until known.
   int64_t in_size() const { return W_x_.in_size(); }
+  /// H, the number of units.
   int64_t state_size() const { return state_size_; }
+  /// Number of children each node has.
   int64_t n_ary() const { return n_ary_; }
+  /// Input to the gates: Linear(in_size, (3 + n_ary) H).
   Linear& W_x() { return W_x_; }
   /// W_hk for k in 1..n_ary (IndexError otherwise).
   Linear& W_h(int64_t k);

@@ -27,12 +27,14 @@ class VGGLayers : public VisionLayers {
 /// VGGLayers with 16 layers; pretrained_model: the path of Chainer's (or rensa's) .npz, or empty.
 class VGG16Layers : public VGGLayers {
  public:
+  /// `pretrained_model`: an .npz of Chainer's (or rensa's) VGG, loaded at construction, or "" for random weights.
   explicit VGG16Layers(const std::string& pretrained_model = "") : VGGLayers(pretrained_model, 16) {}
 };
 
 /// VGGLayers with 19 layers; pretrained_model: the path of Chainer's (or rensa's) .npz, or empty.
 class VGG19Layers : public VGGLayers {
  public:
+  /// `pretrained_model`: an .npz of Chainer's (or rensa's) VGG, loaded at construction, or "" for random weights.
   explicit VGG19Layers(const std::string& pretrained_model = "") : VGGLayers(pretrained_model, 19) {}
 };
 

@@ -31,6 +31,7 @@ class VisionLayers : public Chain {
   Variable forward(const Variable& x) override;
   using Link::forward;
   using Link::operator();
+  /// forward(x, layers) between the link hooks.
   std::map<std::string, Variable> operator()(const Variable& x, const std::vector<std::string>& layers) {
     return call_forward({&x, 1}, [&] { return forward(x, layers); });
   }

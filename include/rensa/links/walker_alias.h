@@ -29,6 +29,7 @@ class WalkerAlias {
   /// Chainer's `threshold` (n,) and `values` (2 n,): draw u in [0, n), i = floor(u); the id is
   /// values[2 i + (threshold[i] < u - i)].
   const std::vector<float>& threshold() const { return threshold_; }
+  /// See threshold().
   const std::vector<int32_t>& values() const { return values_; }
 
  private:

@@ -21,6 +21,7 @@ namespace rensa::mn {
 /// rank, naming the first difference and both ranks, otherwise). The model is kept by reference.
 class AllreducePersistent : public training::Extension {
  public:
+  /// Averages `model`'s floating persistents over `comm`; ValueError for a null communicator.
   AllreducePersistent(Link& model, Communicator comm);
   void operator()(training::Trainer& trainer) override;
   /// The averaging itself, outside a trainer.

@@ -44,8 +44,10 @@ Variable allreduce(const Variable& x, Communicator comm);
 /// Parameters, persistent values and options are BatchNormalization's. ValueError for a null communicator.
 class MultiNodeBatchNormalization : public links::BatchNormalization {
  public:
+  /// As BatchNormalization(size, options), with the statistics over the ranks of `comm`.
   MultiNodeBatchNormalization(int64_t size, Communicator comm, links::BatchNormalizationOptions options = {});
 
+  /// The communicator the statistics are summed over.
   const Communicator& communicator() const { return comm_; }
 
  private:

@@ -71,26 +71,33 @@ class Communicator {
  public:
   /// A null handle (valid() is false); every method but valid() throws ValueError.
   Communicator() = default;
+  /// Wraps an implementation (for create_communicator and split).
   explicit Communicator(std::shared_ptr<detail::CommunicatorImpl> impl);
 
   /// True unless default-constructed.
   bool valid() const { return static_cast<bool>(impl_); }
   /// The variant's name ("flat", "naive", "hierarchical", "two_dimensional", "single_node", "dummy").
   const std::string& name() const;
+  /// This process's rank, 0 to size() - 1.
   int rank() const;
+  /// Number of ranks.
   int size() const;
   /// Rank and number of ranks on this host (ranks are grouped by host name).
   int intra_rank() const;
+  /// Number of ranks on this host.
   int intra_size() const;
   /// Index of this host (hosts numbered in the order of their lowest rank) and number of hosts.
   int inter_rank() const;
+  /// Number of hosts.
   int inter_size() const;
   /// This rank's host name (or "host<N>" with options.ranks_per_host).
   const std::string& host() const;
+  /// The options the communicator was created with.
   const CommunicatorOptions& options() const;
   /// Turns the fingerprint check on or off (see CommunicatorOptions::check_collectives). Every rank
   /// must call it at the same point of the program.
   void set_check_collectives(bool on);
+  /// True while the fingerprint check of collectives is on.
   bool check_collectives() const;
 
   // ---- collectives on Arrays (any dtype, any device the backend can stage through host memory) ----
@@ -116,6 +123,7 @@ class Communicator {
   void send(const Array& x, int dest, int tag = 0);
   /// Receives what rank `source` sent with `tag`.
   Array recv(int source, int tag = 0);
+  /// Returns once every rank has called it.
   void barrier();
 
   /// A new communicator over the ranks that pass the same `color`, ranked by `key`, then by rank
@@ -129,9 +137,11 @@ class Communicator {
   Communicator split(std::optional<int> color, int key);
 
   // ---- collectives on objects, as bytes (callers serialize; see object.h for typed helpers) ----
+  /// Root's `bytes`, on every rank.
   std::string bcast_bytes(const std::string& bytes, int root = 0);
   /// On root: every rank's bytes in rank order; on others: empty.
   std::vector<std::string> gather_bytes(const std::string& bytes, int root = 0);
+  /// Every rank's bytes in rank order, on every rank.
   std::vector<std::string> allgather_bytes(const std::string& bytes);
   /// Root passes size() strings; rank i gets the i-th.
   std::string scatter_bytes(const std::vector<std::string>& parts, int root = 0);
@@ -156,8 +166,10 @@ class Communicator {
     void wait();
     /// True when wait() would not block.
     bool ready() const;
+    /// False for a default-constructed request.
     bool valid() const { return static_cast<bool>(state_); }
     struct State;
+    /// Wraps the state of a started operation (for start_mean_grad).
     explicit Request(std::shared_ptr<State> s) : state_(std::move(s)) {}
 
    private:
@@ -187,9 +199,11 @@ enum class HostGrouping {
 /// A communicator variant as create_communicator knows it: its name and traits. The variants differ
 /// only in how they average gradients (multi_node_mean_grad, start_mean_grad).
 struct CommunicatorVariant {
+  /// The variant's name, as create_communicator takes it ("flat", "hierarchical", ...).
   std::string name;
   /// One line: how gradients are averaged.
   std::string summary;
+  /// The host groupings the variant runs on.
   HostGrouping hosts = HostGrouping::any;
   /// False: gradients keep their local values, nothing is sent (for measuring).
   bool communicates = true;

@@ -15,11 +15,15 @@ namespace rensa::mn {
 /// Options of MultiNodeEarlyStoppingTrigger: those of training::EarlyStoppingTrigger, plus the
 /// suffix of the averaged key.
 struct EarlyStoppingOptions {
+  /// When the rule compares (and the ranks average): every epoch by default.
   training::Trigger check_trigger{1, "epoch"};
+  /// The observed key to watch, averaged over the ranks.
   std::string monitor = "main/loss";
+  /// Checks in a row without improvement before the trigger fires.
   int64_t patience = 3;
   /// "min", "max", or "auto" (max when monitor contains "accuracy").
   std::string mode = "auto";
+  /// Fires regardless when this trigger fires (the longest training).
   training::Trigger max_trigger{100, "epoch"};
   /// The average over ranks is observed as monitor + suffix.
   std::string suffix = "_aggregated";
@@ -32,11 +36,13 @@ struct EarlyStoppingOptions {
 /// trigger on every rank. ValueError as EarlyStoppingTrigger's, and for a null communicator.
 class MultiNodeEarlyStoppingTrigger : public training::TriggerBase {
  public:
+  /// A collective trigger over `comm`; ValueError for a null communicator and as EarlyStoppingTrigger's.
   explicit MultiNodeEarlyStoppingTrigger(Communicator comm, const EarlyStoppingOptions& options = {});
   bool operator()(training::Trainer& trainer) override;
   /// Saves/loads the aggregator's and the early-stopping rule's state.
   void serialize(serializers::Serializer& s) override;
   std::optional<training::TrainingLength> training_length() const override { return stop_.training_length(); }
+  /// The early-stopping rule deciding on the averaged key.
   const training::EarlyStoppingTrigger& rule() const { return stop_; }
 
  private:

@@ -23,6 +23,7 @@ namespace rensa::mn {
 /// ("validation"). Collective: every rank must run it at the same iterations.
 class MultiNodeEvaluator : public training::Extension {
  public:
+  /// Wraps `evaluator` (ValueError when null) over `comm`.
   MultiNodeEvaluator(std::shared_ptr<extensions::Evaluator> evaluator, Communicator comm);
 
   /// evaluate(), then reports the result to the trainer's reporter.
@@ -36,6 +37,7 @@ class MultiNodeEvaluator : public training::Extension {
   /// The mean of each reported value over all ranks' examples.
   training::Observation evaluate() { return evaluate_summary().mean(); }
 
+  /// The wrapped evaluator.
   extensions::Evaluator& evaluator() const { return *evaluator_; }
 
  private:

@@ -24,6 +24,7 @@ namespace rensa::mn {
 struct GenericEvaluatorOptions {
   /// Batch to arrays; null means datasets::concat_examples.
   training::Converter converter = nullptr;
+  /// The device the converter puts the arrays on.
   Device device = Device::cpu();
   /// The rank that aggregates.
   int root = 0;
@@ -42,6 +43,7 @@ struct GenericEvaluatorOptions {
 template <class R>
 class GenericMultiNodeEvaluator : public training::Extension {
  public:
+  /// ValueError for a null communicator or a root outside it.
   GenericMultiNodeEvaluator(Communicator comm, iterators::Iterator& iterator, GenericEvaluatorOptions options = {})
       : comm_(std::move(comm)), iterator_(&iterator), options_(std::move(options)) {
     RENSA_CHECK(comm_.valid(), ValueError, "GenericMultiNodeEvaluator: null communicator");

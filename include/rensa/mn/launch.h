@@ -10,7 +10,9 @@ namespace rensa::mn {
 
 /// This process's place in the job its launcher started.
 struct LaunchedRank {
+  /// This process's rank, 0 to size - 1.
   int rank = 0;
+  /// Number of processes in the job.
   int size = 1;
 };
 

@@ -20,11 +20,17 @@ namespace rensa::mn {
 /// takes the model's inputs, or gives the model's output).
 struct Ranks {
   Ranks() = default;
+  /// None (ChainerMN's None).
   Ranks(std::nullopt_t) {}                                  // NOLINT(google-explicit-constructor)
+  /// One rank.
   Ranks(int rank) : ranks{rank} {}                          // NOLINT(google-explicit-constructor)
+  /// Several ranks.
   Ranks(std::initializer_list<int> list) : ranks(list) {}   // NOLINT(google-explicit-constructor)
+  /// Several ranks.
   Ranks(std::vector<int> list) : ranks(std::move(list)) {}  // NOLINT(google-explicit-constructor)
+  /// True for none (no ranks).
   bool none() const { return ranks.empty(); }
+  /// The ranks, in the order given; empty for none.
   std::vector<int> ranks;
 };
 
@@ -54,6 +60,7 @@ class MultiNodeChainList : public ChainList {
   Variable forward(const std::vector<Variable>& inputs) override;
   Variable forward(const Variable& x) override { return forward(std::vector<Variable>{x}); }
 
+  /// The communicator the components send and receive through.
   const Communicator& communicator() const { return comm_; }
 
  private:

@@ -100,7 +100,9 @@ class MultiNodeStage final : public optimizers::OptimizerStage {
   /// "n_pending" and "pending/<parameter path>"), so a resumed run continues exactly.
   void serialize(optimizers::Optimizer& optimizer, serializers::Serializer& s) override;
 
+  /// The communicator the gradients are averaged over.
   const Communicator& communicator() const { return comm_; }
+  /// The options given at construction.
   const MultiNodeOptimizerOptions& options() const { return options_; }
   /// Number of buckets of the current overlap plan (0 before the first overlapped step).
   std::size_t num_buckets() const;

@@ -22,11 +22,15 @@ class MultiNodeNStepRNN : public Chain {
   /// backward must reach it, so a rank whose only output is the sent state calls
   /// delegate_variable.backward().
   struct Result {
+    /// The last hidden states (and cell states; \p cy is null for the links without a cell state).
     Variable hy, cy;  ///< cy is null for the links without a cell state
+    /// The outputs per sequence, as the link's ys.
     std::vector<Variable> ys;
+    /// The delegate variable of the sends; null when rank_out is none.
     Variable delegate_variable;
   };
 
+  /// Wraps `link`; `rank_in` / `rank_out`: the rank the initial states come from / the final ones go to (nullopt: none).
   MultiNodeNStepRNN(std::shared_ptr<links::NStepRNNBase> link, Communicator comm, std::optional<int> rank_in,
                     std::optional<int> rank_out);
 
@@ -36,6 +40,7 @@ class MultiNodeNStepRNN : public Chain {
   Result forward(const std::vector<Variable>& xs, const Variable& hx = {}, const Variable& cx = {});
   using Link::forward;
 
+  /// The wrapped n-step link.
   links::NStepRNNBase& actual_rnn() const { return *link_; }
   /// 2 for the LSTMs (h and c), else 1.
   int n_cells() const { return n_cells_; }

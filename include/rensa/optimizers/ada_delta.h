@@ -13,6 +13,7 @@ namespace rensa::optimizers {
 /// Hyperparameters: "rho" (0.95), "eps" (1e-6). State: "msg", "msdx".
 class AdaDelta : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit AdaDelta(double rho = 0.95, double eps = 1e-6);
 
  protected:

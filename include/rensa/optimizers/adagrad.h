@@ -12,6 +12,7 @@ namespace rensa::optimizers {
 /// Hyperparameters: "lr" (0.001), "eps" (1e-8). State: "h".
 class AdaGrad : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit AdaGrad(double lr = 0.001, double eps = 1e-8);
 
  protected:

@@ -22,6 +22,7 @@ namespace rensa::optimizers {
 /// (1e-3; positive when adabound is on). State: "m", "v", and "vhat" with amsgrad.
 class Adam : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above; the booleans are stored as 0 or 1).
   explicit Adam(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
                 double weight_decay_rate = 0.0, bool amsgrad = false, bool adabound = false, double final_lr = 0.1,
                 double gamma = 1e-3);
@@ -51,6 +52,7 @@ class Adam : public Optimizer {
 /// Adam with decoupled weight decay (Chainer's AdamW): Adam with `weight_decay_rate` set.
 class AdamW : public Adam {
  public:
+  /// Adam(alpha, beta1, beta2, eps, eta, weight_decay_rate), named "AdamW" in messages.
   explicit AdamW(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0,
                  double weight_decay_rate = 0.0)
       : Adam(alpha, beta1, beta2, eps, eta, weight_decay_rate, false) {
@@ -61,6 +63,7 @@ class AdamW : public Adam {
 /// AMSGrad (Chainer's AMSGrad): Adam with `amsgrad` set.
 class AMSGrad : public Adam {
  public:
+  /// Adam with amsgrad, named "AMSGrad" in messages.
   explicit AMSGrad(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8, double eta = 1.0)
       : Adam(alpha, beta1, beta2, eps, eta, 0.0, true) {
     optimizer_name_ = "AMSGrad";
@@ -70,6 +73,7 @@ class AMSGrad : public Adam {
 /// AdaBound (Chainer's AdaBound): Adam with `adabound` set.
 class AdaBound : public Adam {
  public:
+  /// Adam with adabound, named "AdaBound" in messages.
   explicit AdaBound(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double final_lr = 0.1,
                     double gamma = 1e-3, double eps = 1e-8, double eta = 1.0)
       : Adam(alpha, beta1, beta2, eps, eta, 0.0, false, true, final_lr, gamma) {
@@ -80,6 +84,7 @@ class AdaBound : public Adam {
 /// AMSBound (Chainer's AMSBound): Adam with `amsgrad` and `adabound` set.
 class AMSBound : public Adam {
  public:
+  /// Adam with amsgrad and adabound, named "AMSBound" in messages.
   explicit AMSBound(double alpha = 0.001, double beta1 = 0.9, double beta2 = 0.999, double final_lr = 0.1,
                     double gamma = 1e-3, double eps = 1e-8, double eta = 1.0)
       : Adam(alpha, beta1, beta2, eps, eta, 0.0, true, true, final_lr, gamma) {

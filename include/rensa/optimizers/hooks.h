@@ -15,9 +15,11 @@ namespace rensa::optimizers {
 /// L2 regularization: grad += rate * param. Name "WeightDecay".
 class WeightDecay : public OptimizerHook {
  public:
+  /// `rate`: the L2 coefficient (not checked).
   explicit WeightDecay(double rate) : rate_(rate) {}
   const char* name() const override { return "WeightDecay"; }
   void operator()(Optimizer& optimizer) override;
+  /// The L2 coefficient.
   double rate() const { return rate_; }
 
  private:
@@ -27,9 +29,11 @@ class WeightDecay : public OptimizerHook {
 /// L1 regularization: grad += rate * sign(param). Name "Lasso".
 class Lasso : public OptimizerHook {
  public:
+  /// `rate`: the L1 coefficient (not checked).
   explicit Lasso(double rate) : rate_(rate) {}
   const char* name() const override { return "Lasso"; }
   void operator()(Optimizer& optimizer) override;
+  /// The L1 coefficient.
   double rate() const { return rate_; }
 
  private:
@@ -40,9 +44,11 @@ class Lasso : public OptimizerHook {
 /// exceeds `threshold`. Name "GradientClipping". ValueError for a threshold that is not positive.
 class GradientClipping : public OptimizerHook {
  public:
+  /// ValueError for a threshold that is not positive.
   explicit GradientClipping(double threshold);
   const char* name() const override { return "GradientClipping"; }
   void operator()(Optimizer& optimizer) override;
+  /// The largest global L2 norm left unscaled.
   double threshold() const { return threshold_; }
   /// The global norm seen by the last call (for reporting).
   double last_norm() const { return last_norm_; }
@@ -56,10 +62,13 @@ class GradientClipping : public OptimizerHook {
 /// lower > upper.
 class GradientHardClipping : public OptimizerHook {
  public:
+  /// ValueError when lower > upper.
   GradientHardClipping(double lower, double upper);
   const char* name() const override { return "GradientHardClipping"; }
   void operator()(Optimizer& optimizer) override;
+  /// The lower clipping bound.
   double lower() const { return lower_; }
+  /// The upper clipping bound.
   double upper() const { return upper_; }
 
  private:
@@ -94,7 +103,9 @@ class GradientNoise : public OptimizerHook {
   /// Adds the noise; ShapeError or DtypeError naming the parameter when the noise function returns
   /// an array of another shape or dtype than the gradient.
   void operator()(Optimizer& optimizer) override;
+  /// The noise scale eta (the noise's variance is eta / (1 + t)^0.55 with the default function).
   double eta() const { return eta_; }
+  /// The seed of the noise generator (Config::seed at construction when none was given).
   uint64_t seed() const { return seed_; }
 
  private:

@@ -24,11 +24,13 @@ namespace rensa::optimizers {
 /// update.
 class LAMB : public Optimizer {
  public:
+  /// `exclude`: the parameters updated without the trust ratio or weight decay (null: none). ValueError as above.
   explicit LAMB(double lr = 0.001, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-6,
                 double weight_decay_rate = 0.0, ParamFilter exclude = exclude_bias_and_normalization);
 
   /// Replaces the exclusion rule; null excludes nothing.
   void set_exclude(ParamFilter exclude) { exclude_ = std::move(exclude); }
+  /// The exclusion rule (null excludes nothing).
   const ParamFilter& exclude() const { return exclude_; }
 
  protected:

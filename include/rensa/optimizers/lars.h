@@ -33,11 +33,13 @@ bool exclude_bias_and_normalization(const Variable& param);
 /// weight_decay_rate, or a momentum outside [0, 1), at construction and at each update.
 class LARS : public Optimizer {
  public:
+  /// `exclude`: the parameters updated without the trust ratio or weight decay (null: none). ValueError as above.
   explicit LARS(double lr = 1.0, double momentum = 0.9, double weight_decay_rate = 0.0, double eta = 0.001,
                 double eps = 1e-9, ParamFilter exclude = exclude_bias_and_normalization);
 
   /// Replaces the exclusion rule; null excludes nothing.
   void set_exclude(ParamFilter exclude) { exclude_ = std::move(exclude); }
+  /// The exclusion rule (null excludes nothing).
   const ParamFilter& exclude() const { return exclude_; }
   /// The local rate `local` the next update gives `param` from its current value and gradient
   /// (1 for an excluded parameter). ValueError for a parameter without a gradient.
@@ -67,12 +69,16 @@ class LARS : public Optimizer {
 /// weight_decay or eps.
 class GradientLARS : public OptimizerHook {
  public:
+  /// `exclude`: the parameters whose gradients are left untouched (null: none). ValueError as above.
   explicit GradientLARS(double threshold = 1e-2, double weight_decay = 0.0, double eps = 1e-9,
                         ParamFilter exclude = nullptr);
   const char* name() const override { return "GradientLARS"; }
   void operator()(Optimizer& optimizer) override;
+  /// Parameters whose norm ||p|| is at most this keep rate 1 (their gradient is unscaled).
   double threshold() const { return threshold_; }
+  /// The weight decay coefficient added to the gradient before scaling.
   double weight_decay() const { return weight_decay_; }
+  /// Added to the norms' denominator to avoid division by zero.
   double eps() const { return eps_; }
 
  private:

@@ -19,6 +19,7 @@ namespace rensa::optimizers {
 /// (Chainer keeps it in the rule and restarts it at beta on resume).
 class MSVAG : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit MSVAG(double lr = 0.1, double beta = 0.9, double eta = 1.0, double weight_decay_rate = 0.0);
 
  protected:

@@ -81,6 +81,7 @@ class UpdateRule {
 class OptimizerHook {
  public:
   virtual ~OptimizerHook() = default;
+  /// The hook's name, unique among an optimizer's hooks (Chainer's hook.name).
   virtual const char* name() const = 0;
   /// Called with the optimizer after gradients are computed, before any parameter is updated.
   virtual void operator()(Optimizer& optimizer) = 0;
@@ -125,6 +126,7 @@ class Optimizer {
   /// Changes hyperparameter `name` (extensions such as ExponentialShift use this); it takes effect
   /// at the next update. ValueError naming the valid ones for an unknown name.
   void set_hyperparam(const std::string& name, double value);
+  /// True when the optimizer declares hyperparameter `name`.
   bool has_hyperparam(const std::string& name) const;
   /// All hyperparameters by name.
   const std::map<std::string, double>& hyperparams() const { return hyperparams_; }
@@ -136,6 +138,7 @@ class Optimizer {
   int64_t t() const { return t_; }
   /// Epochs seen (advanced by new_epoch()).
   int64_t epoch() const { return epoch_; }
+  /// Advances epoch() by one (the updater calls it when its iterator starts a new epoch).
   void new_epoch() { ++epoch_; }
 
   /// The rule of a parameter of the target (created on setup, or on first use for parameters
@@ -191,15 +194,20 @@ class Optimizer {
   /// Declares a hyperparameter with its default; returns its slot, which stays valid for the
   /// optimizer's lifetime (rules read hyperparameters through it at each update).
   const double* declare_hyperparam(const std::string& name, double value);
+  /// Makes the UpdateRule of one parameter (called once per parameter, on setup or first use).
   virtual std::unique_ptr<UpdateRule> create_update_rule() = 0;
   /// Calls fn(path, param, rule) for each parameter, creating rules as needed.
   void for_each_param(const std::function<void(const std::string&, const Variable&, UpdateRule&)>& fn);
 
+  /// Hyperparameter values by name; rules read them through declare_hyperparam's slots.
   std::map<std::string, double> hyperparams_;
   /// The class name used in error messages ("Adam", ...).
   const char* optimizer_name_ = "Optimizer";
+  /// The link whose parameters are updated (set by setup); null before.
   Link* target_ = nullptr;
+  /// Number of updates applied.
   int64_t t_ = 0;
+  /// Epochs seen.
   int64_t epoch_ = 0;
 
  private:

@@ -12,6 +12,7 @@ namespace rensa::optimizers {
 /// Hyperparameters: "lr" (0.01), "alpha" (0.99), "eps" (1e-8). State: "ms".
 class RMSprop : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit RMSprop(double lr = 0.01, double alpha = 0.99, double eps = 1e-8);
 
  protected:
@@ -29,6 +30,7 @@ class RMSprop : public Optimizer {
 /// State: "n", "g", "delta".
 class RMSpropGraves : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit RMSpropGraves(double lr = 1e-4, double alpha = 0.95, double momentum = 0.9, double eps = 1e-4);
 
  protected:

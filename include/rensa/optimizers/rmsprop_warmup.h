@@ -30,6 +30,7 @@ namespace rensa::optimizers {
 /// construction and at each update.
 class RMSpropWarmup : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above); ValueError as above.
   explicit RMSpropWarmup(double lr = 0.1, int64_t transition_end = 1000, int64_t transition_begin = 0,
                          double rmsprop_scale = 0.01, double momentum = 0.9, double alpha = 0.99, double eps = 1e-8);
 

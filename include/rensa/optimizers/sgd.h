@@ -12,6 +12,7 @@ namespace rensa::optimizers {
 /// Plain SGD: param -= lr * grad. Hyperparameter: "lr" (default 0.01). No state.
 class SGD : public Optimizer {
  public:
+  /// `lr`: the learning rate (not checked).
   explicit SGD(double lr = 0.01);
 
  protected:
@@ -25,6 +26,7 @@ class SGD : public Optimizer {
 /// "momentum" (0.9). State: "v".
 class MomentumSGD : public Optimizer {
  public:
+  /// `lr`: the learning rate; `momentum`: the decay of v (neither checked).
   explicit MomentumSGD(double lr = 0.01, double momentum = 0.9);
 
  protected:
@@ -41,6 +43,7 @@ class MomentumSGD : public Optimizer {
 /// Hyperparameters: "lr" (0.01), "momentum" (0.9). State: "v".
 class CorrectedMomentumSGD : public Optimizer {
  public:
+  /// `lr`: the learning rate; `momentum`: the decay of v (neither checked).
   explicit CorrectedMomentumSGD(double lr = 0.01, double momentum = 0.9);
 
  protected:
@@ -56,6 +59,7 @@ class CorrectedMomentumSGD : public Optimizer {
 /// "momentum" (0.9). State: "v".
 class NesterovAG : public Optimizer {
  public:
+  /// `lr`: the learning rate; `momentum`: the decay of v (neither checked).
   explicit NesterovAG(double lr = 0.01, double momentum = 0.9);
 
  protected:

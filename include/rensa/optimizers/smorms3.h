@@ -13,6 +13,7 @@ namespace rensa::optimizers {
 /// Hyperparameters: "lr" (0.001), "eps" (1e-16). State: "mem" (starts at 1), "g", "g2".
 class SMORMS3 : public Optimizer {
  public:
+  /// The hyperparameters' initial values (see above).
   explicit SMORMS3(double lr = 0.001, double eps = 1e-16);
 
  protected:

@@ -87,6 +87,7 @@ class DictionarySerializer final : public Serializer {
 /// None, as HDF5 files store an uninitialized parameter) leaves its target unchanged.
 class DictionaryDeserializer final : public Serializer {
  public:
+  /// Reads from `values`; `file` and `op` name the source and the call in errors; strict: a missing key is an error.
   DictionaryDeserializer(std::map<std::string, Array> values, const std::string& file, bool strict = true,
                          const std::string& op = "load_npz");
   bool is_loading() const override { return true; }

@@ -32,8 +32,11 @@ class Serializer {
   /// with the same bits (NumPy shows values above 2^63 - 1 as negative). A missing key in a
   /// non-strict load leaves `value` unchanged.
   void scalar(std::string_view key, double& value);
+  /// As the double overload; stored as int64.
   void scalar(std::string_view key, int64_t& value);
+  /// As the double overload; stored as the int64 with the same bits.
   void scalar(std::string_view key, uint64_t& value);
+  /// As the double overload; stored as bool.
   void scalar(std::string_view key, bool& value);
   /// Strings are stored as 1-d uint8 arrays of their bytes. Loading anything else throws IOError.
   void string(std::string_view key, std::string& value);

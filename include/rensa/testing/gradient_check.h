@@ -19,7 +19,9 @@ using TestFunction = std::function<std::vector<Variable>(const std::vector<Varia
 struct CheckOptions {
   /// Step of the central difference along the random direction.
   double eps = 1e-3;
+  /// Absolute tolerance: a check passes when |numerical - analytic| <= atol + rtol * |numerical|.
   double atol = 1e-5;
+  /// Relative tolerance (see atol).
   double rtol = 1e-4;
   /// Seed of the random direction (and of grad_outputs when none are given).
   uint64_t seed = 0;

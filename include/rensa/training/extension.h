@@ -55,6 +55,7 @@ class Extension {
 
   /// The name given by the user or by Trainer::extend (empty until then).
   const std::string& name() const { return name_; }
+  /// Sets the name (Trainer::extend does it).
   void set_name(std::string name) { name_ = std::move(name); }
 
  private:

@@ -18,8 +18,11 @@ namespace rensa::training {
 /// mean is sum(w * x) / sum(w): with the batch size as weight, the mean over examples (exact for a
 /// short last batch). Non-finite values are kept (a NaN loss shows in the mean).
 struct Summary {
+  /// sum(w * x) over the values added.
   double x = 0.0;
+  /// sum(w * x^2) over the values added.
   double x2 = 0.0;
+  /// sum(w), the total weight (0: nothing added).
   double weight = 0.0;
 
   /// Adds `value` with `weight` (> 0; ValueError otherwise).
@@ -38,6 +41,7 @@ struct Summary {
 /// Summaries per key.
 class DictSummary {
  public:
+  /// The summary kept per key.
   using Entry = Summary;
 
   /// Adds every value of `obs` with weight `weight` (> 0; ValueError otherwise).
@@ -52,8 +56,11 @@ class DictSummary {
   Observation std() const;
   /// The summary of each key.
   const std::map<std::string, Entry>& entries() const { return entries_; }
+  /// The summary of each key, writable.
   std::map<std::string, Entry>& entries() { return entries_; }
+  /// True when no key has been added.
   bool empty() const { return entries_.empty(); }
+  /// Drops every key.
   void reset() { entries_.clear(); }
   /// Saves/loads the sums ("_names" as a JSON list, then "_summaries/<i>/_x", "_x2", "_n", the
   /// layout Chainer uses). Loading replaces the current content.

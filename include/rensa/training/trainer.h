@@ -50,6 +50,7 @@ class Trainer {
     extend(std::shared_ptr<Extension>(std::make_shared<std::decay_t<E>>(std::forward<E>(extension))), std::move(name),
            std::move(trigger), priority);
   }
+  /// extend(extension, "", trigger, priority): the extension's default name.
   template <class E>
     requires std::derived_from<std::decay_t<E>, Extension>
   void extend(E&& extension, Trigger trigger, std::optional<int> priority = std::nullopt) {
@@ -91,6 +92,7 @@ class Trainer {
 
   /// The observations of the current iteration (every report made during it).
   const Observation& observation() const { return observation_; }
+  /// The observations of the current iteration, writable.
   Observation& observation() { return observation_; }
   /// The Variables of the current iteration reported while Config::keep_graph_on_report was on,
   /// with their graphs (DumpGraph, unchain_variables read them).
@@ -100,8 +102,11 @@ class Trainer {
   /// Seconds of training, including the time before the snapshot this run resumed from. Frozen
   /// when run() ends.
   double elapsed_time() const;
+  /// The updater the trainer runs.
   Updater& updater() const { return *updater_; }
+  /// The trigger that ends run().
   const Trigger& stop_trigger() const { return stop_trigger_; }
+  /// The reporter the iteration's observations are made through.
   Reporter& reporter() { return reporter_; }
   /// True while run() executes.
   bool running() const { return running_; }

@@ -26,6 +26,7 @@ class Trainer;
 
 /// The length of training a trigger implies (what ProgressBar shows): a period and a unit.
 struct TrainingLength {
+  /// Length in units (1.5 epochs, 1000 iterations).
   double period = 0;
   /// "epoch" or "iteration".
   std::string unit;
@@ -76,9 +77,13 @@ class Trigger {
   Trigger(F fn)  // NOLINT(google-explicit-constructor)
       : Trigger(make_function(std::function<bool(Trainer&)>(std::move(fn)))) {}
 
+  /// Copies the trigger's state (a trigger held through a shared_ptr stays shared).
   Trigger(const Trigger& other);
+  /// Copies the trigger's state (a trigger held through a shared_ptr stays shared).
   Trigger& operator=(const Trigger& other);
+  /// Takes the other's trigger; the other becomes null.
   Trigger(Trigger&&) noexcept = default;
+  /// Takes the other's trigger; the other becomes null.
   Trigger& operator=(Trigger&&) noexcept = default;
 
   /// False for a null trigger.
@@ -89,9 +94,11 @@ class Trigger {
   void serialize(serializers::Serializer& s) const {
     if (impl_ != nullptr) impl_->serialize(s);
   }
+  /// The training length the trigger implies (nullopt for a null trigger or one that implies none).
   std::optional<TrainingLength> training_length() const {
     return impl_ != nullptr ? impl_->training_length() : std::nullopt;
   }
+  /// True when the trigger will never fire again (false for a null trigger).
   bool finished() const { return impl_ != nullptr && impl_->finished(); }
   /// The trigger object as a `T`, or nullptr when it is another kind.
   template <class T>
@@ -123,7 +130,9 @@ class IntervalTrigger : public TriggerBase {
   bool operator()(Trainer& trainer) override;
   void serialize(serializers::Serializer& s) override;
   std::optional<TrainingLength> training_length() const override { return TrainingLength{period_, unit_}; }
+  /// The period, in `unit`s.
   double period() const { return period_; }
+  /// "epoch" or "iteration".
   const std::string& unit() const { return unit_; }
 
  private:
@@ -155,6 +164,7 @@ class ManualScheduleTrigger : public TriggerBase {
 /// again at the first iteration after the trainer resumes from a snapshot.
 class OnceTrigger : public TriggerBase {
  public:
+  /// `call_on_resume`: fire again at the first iteration after a resume.
   explicit OnceTrigger(bool call_on_resume = false) : resumed_(call_on_resume) {}
   bool operator()(Trainer& trainer) override;
   /// Saves whether it has fired; a snapshot without the flag (the trigger was added later) loads as
@@ -204,12 +214,14 @@ class BestValueTrigger : public TriggerBase {
 /// Fires when the interval mean of `key` is the largest so far.
 class MaxValueTrigger : public BestValueTrigger {
  public:
+  /// `check_trigger`: when to compare (the mean is over the iterations since the last check).
   explicit MaxValueTrigger(std::string key, Trigger check_trigger = {1, "epoch"});
 };
 
 /// Fires when the interval mean of `key` is the smallest so far.
 class MinValueTrigger : public BestValueTrigger {
  public:
+  /// `check_trigger`: when to compare (the mean is over the iterations since the last check).
   explicit MinValueTrigger(std::string key, Trigger check_trigger = {1, "epoch"});
 };
 
@@ -227,6 +239,7 @@ class EarlyStoppingTrigger : public TriggerBase {
   std::optional<TrainingLength> training_length() const override { return max_trigger_.training_length(); }
   /// Checks in a row without improvement.
   int64_t count() const { return count_; }
+  /// The best value of `monitor` so far.
   double best() const { return best_; }
 
  private:

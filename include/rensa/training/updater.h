@@ -61,6 +61,7 @@ class Updater {
   virtual void serialize(serializers::Serializer& s);
 
  protected:
+  /// Updates completed so far.
   int64_t iteration_ = 0;
 };
 
@@ -111,7 +112,9 @@ class StandardUpdater : public Updater {
   /// link) for every name, and "iteration".
   void serialize(serializers::Serializer& s) override;
 
+  /// The converter from batches to arrays.
   const Converter& converter() const { return converter_; }
+  /// The device the converter puts the arrays on.
   Device device() const { return device_; }
   /// Seconds the last update waited for its batch.
   double last_data_wait() const { return last_data_wait_; }
@@ -120,12 +123,19 @@ class StandardUpdater : public Updater {
   /// One step without the iteration count: override for custom steps (GANs, ...).
   virtual void update_core();
 
+  /// The iterators by name (not owned).
   std::map<std::string, iterators::Iterator*> iterators_;
+  /// The optimizers by name (not owned).
   std::map<std::string, optimizers::Optimizer*> optimizers_;
+  /// Batch to arrays.
   Converter converter_;
+  /// True when converter_ is datasets::concat_examples (the option was null).
   bool default_converter_ = true;
+  /// Seconds the last update waited for its batch.
   double last_data_wait_ = 0.0;
+  /// The device the converter puts the arrays on.
   Device device_;
+  /// The loss of the converted columns (null: the main optimizer's target).
   LossFunction loss_func_;
 };
 
