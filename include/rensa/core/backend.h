@@ -290,7 +290,7 @@ class Backend {
   virtual void* allocate(std::size_t nbytes) = 0;
   /// Frees memory from allocate(); `nbytes` is the size it was allocated with.
   virtual void deallocate(void* ptr, std::size_t nbytes) noexcept = 0;
-  /// Copies raw bytes within this backend's memory or between it and host memory.
+  /// Copies `nbytes` from host memory at `src` to this backend's memory at `dst`.
   virtual void memcpy_from_host(void* dst, const void* src, std::size_t nbytes) = 0;
   /// Copies `nbytes` from this backend's memory at `src` to host memory at `dst`.
   virtual void memcpy_to_host(void* dst, const void* src, std::size_t nbytes) = 0;

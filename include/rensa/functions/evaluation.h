@@ -20,11 +20,7 @@ Variable accuracy(const Variable& y, const Array& t, int64_t ignore_label = -1);
 /// (0 when all are ignored), as Chainer. A 0-d array of y's dtype.
 Variable binary_accuracy(const Variable& y, const Array& t);
 
-/// Per-class precision, recall, F-beta score and support (label counts, int32) of the argmax of y
-/// (N, C) or (N, C, d1, ...) against t (N,) or (N, d1, ...), each of length `label_num` (default:
-/// the largest label + 1). Entries with t == ignore_label are skipped; 0/0 gives NaN, as Chainer.
-/// ShapeError for shapes that do not fit; IndexError for a label outside [0, label_num) (Chainer
-/// checks this only in debug mode); ValueError unless beta > 0.
+/// What classification_summary returns: one value per class for each statistic.
 struct ClassificationSummary {
   /// Precision per class, (label_num,); \p recall, \p fbeta_score and \p support likewise.
   Variable precision, recall, fbeta_score, support;
@@ -35,7 +31,11 @@ struct ClassificationSummary {
   /// \var support
   /// Number of labels of each class (int32), (label_num,).
 };
-/// Computes the per-class statistics described at ClassificationSummary (Chainer's classification_summary).
+/// Per-class precision, recall, F-beta score and support (label counts, int32) of the argmax of y
+/// (N, C) or (N, C, d1, ...) against t (N,) or (N, d1, ...), each of length `label_num` (default:
+/// the largest label + 1), as Chainer's classification_summary. Entries with t == ignore_label are
+/// skipped; 0/0 gives NaN, as Chainer. ShapeError for shapes that do not fit; IndexError for a
+/// label outside [0, label_num) (Chainer checks this only in debug mode); ValueError unless beta > 0.
 ClassificationSummary classification_summary(const Variable& y, const Array& t,
                                              std::optional<int64_t> label_num = std::nullopt, double beta = 1.0,
                                              int64_t ignore_label = -1);

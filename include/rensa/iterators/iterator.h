@@ -11,6 +11,7 @@
 
 namespace rensa::iterators {
 
+/// A batch as the iterator returns it: one Example per dataset index, in the epoch's order.
 using Batch = std::vector<datasets::Example>;
 
 /// Iterates a dataset in batches.
@@ -36,6 +37,7 @@ class Iterator {
   virtual std::optional<double> previous_epoch_detail() const { return std::nullopt; }
   /// True right after the batch that completed an epoch.
   virtual bool is_new_epoch() const = 0;
+  /// Examples per batch (the last batch of a non-repeating epoch may hold fewer).
   virtual int64_t batch_size() const = 0;
   /// Restarts from the beginning (same order as a fresh iterator with the same seed).
   virtual void reset() = 0;

@@ -26,9 +26,11 @@ class OrderSampler {
 /// ShuffleOrderSampler draws from a RandomState instead).
 class ShuffleOrderSampler final : public OrderSampler {
  public:
+  /// Orders drawn from a stream keyed by `seed` and the epoch.
   explicit ShuffleOrderSampler(uint64_t seed = 0) : seed_(seed) {}
   std::vector<int64_t> operator()(const std::vector<int64_t>& current_order, int64_t current_position, int64_t epoch,
                                   int64_t size) const override;
+  /// The seed the orders are drawn with.
   uint64_t seed() const { return seed_; }
 
  private:

@@ -91,6 +91,7 @@ class SerialIterator final : public Iterator {
   double epoch_detail() const override { return plan_.epoch_detail(state_); }
   std::optional<double> previous_epoch_detail() const override;
   bool is_new_epoch() const override { return state_.is_new_epoch; }
+  /// Examples per batch (the last batch of a non-repeating epoch may hold fewer).
   int64_t batch_size() const override { return plan_.batch_size; }
   void reset() override;
   void serialize(serializers::Serializer& s) override;
@@ -99,10 +100,13 @@ class SerialIterator final : public Iterator {
   int64_t current_position() const { return state_.current_position; }
   /// The current epoch's order (empty when not shuffling).
   std::vector<int64_t> order() const;
+  /// Whether the iterator goes on past the end of an epoch (options.repeat).
   bool repeat() const { return plan_.repeat; }
+  /// Whether each epoch's order is shuffled (options.shuffle).
   bool shuffle() const { return plan_.shuffle; }
   /// The shuffling seed in use (the drawn one when none was given).
   uint64_t seed() const { return plan_.seed; }
+  /// The dataset iterated over.
   const datasets::DatasetPtr& dataset() const { return plan_.dataset; }
 
  private:
