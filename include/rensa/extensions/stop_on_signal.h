@@ -50,9 +50,11 @@ class StopOnSignal : public training::Extension {
   /// rank), so that all ranks stop after the same iteration.
   explicit StopOnSignal(std::function<std::string(training::Trainer&)> save = {},
                         std::function<int(int)> any_rank = {});
-  /// Copies the callbacks. Copy it before initialize() only: a copy of a running one restores the
-  /// signal handlers when it is destroyed.
-  StopOnSignal(const StopOnSignal&) = default;
+  /// Copies the callbacks only: the copy is not running (it owns no signal handlers until its own
+  /// initialize()), so destroying it leaves a running original alone.
+  StopOnSignal(const StopOnSignal& other);
+  /// Not assignable (a running one would lose track of the handlers it installed).
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
   ~StopOnSignal() override;
 
   void initialize(training::Trainer& trainer) override;

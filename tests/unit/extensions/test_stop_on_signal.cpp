@@ -76,6 +76,26 @@ TEST(StopOnSignal, FinishesTheIterationSavesAndStops) {
   }
 }
 
+TEST(StopOnSignal, DestroyingACopyLeavesTheRunningOneAlone) {
+  // Regression: a copy once took the original's "installed" flag, and destroying it put the previous
+  // handlers back and freed the process-wide slot while the original was still running.
+  TempDir dir("stop_on_signal");
+  FakeUpdater updater(4);
+  Trainer trainer(updater, {10, "iteration"}, dir.path());
+  const auto before = handler_of(SIGTERM);
+  E::StopOnSignal running;
+  running.initialize(trainer);
+  const auto installed = handler_of(SIGTERM);
+  EXPECT_NE(installed, before);
+  { const E::StopOnSignal copy(running); }
+  EXPECT_EQ(handler_of(SIGTERM), installed);
+  // The slot is still taken: a second one cannot start.
+  E::StopOnSignal second;
+  rensa::test::expect_error<rensa::Error>([&] { second.initialize(trainer); }, {"already running"});
+  running.finalize(trainer);
+  EXPECT_EQ(handler_of(SIGTERM), before);
+}
+
 TEST(StopOnSignal, WithoutASignalTrainsToTheEnd) {
   TempDir dir("stop_on_signal");
   FakeUpdater updater(4);
