@@ -61,6 +61,13 @@ inline void expect_cpu_matches_reference(const std::function<std::vector<Variabl
   expect_cpu_matches_reference(f, inputs, reference_tolerance(dtype, accumulation));
 }
 
+/// A lone floating-point tolerance would silently become an accumulation length (1e-4 -> 0, the
+/// elementwise tolerance): refused at compile time; pass an accumulation, a Tolerance or (rtol, atol).
+template <class T>
+  requires std::is_floating_point_v<T>
+void expect_cpu_matches_reference(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,
+                                  const std::vector<Array>& inputs, T accumulation) = delete;
+
 /// The same with explicit NumPy-style tolerances: |cpu - reference| <= atol + rtol * |reference|
 /// (0, 0 asks for equal results).
 inline void expect_cpu_matches_reference(const std::function<std::vector<Variable>(const std::vector<Variable>&)>& f,

@@ -65,6 +65,75 @@ inline Tolerance reference_tolerance(Dtype dtype, int64_t accumulation = 1) {
   return {rtol, rtol, n > 1};
 }
 
+/// The tolerance of a function whose 16-bit float (float16, bfloat16) results both backends compute
+/// in float32 and round once to `dtype` (matrix products, convolutions, pooling, reductions,
+/// elementwise formulas): the float32 results differ by at most reference_tolerance(float32,
+/// accumulation), and each side's final rounding moves its result by at most half an ulp of `dtype`,
+/// so together by at most eps(dtype) * |result| more. reference_tolerance(dtype, accumulation) would
+/// instead take every rounding in the 16-bit type (kFormulaUlps of them: 6% for float16), far too
+/// loose for a path that rounds once. Other dtypes: reference_tolerance.
+inline Tolerance rounded_once_tolerance(Dtype dtype, int64_t accumulation = 1) {
+  if (dtype != Dtype::float16 && dtype != Dtype::bfloat16) return reference_tolerance(dtype, accumulation);
+  Tolerance t = reference_tolerance(Dtype::float32, accumulation);
+  t.rtol += dtype_epsilon(dtype);
+  return t;
+}
+
+/// Ulps of the compute type by which the cpu's and the reference's result of one op of the kernel
+/// tables (a unary or binary op, one step of a scan) may differ for the same inputs. The reference
+/// evaluates the op in double (its special functions in long double) and rounds once: within half
+/// an ulp of the exact value. The cpu evaluates it in the compute type (float for float32 and the
+/// 16-bit types, double for float64) as one libm or special_functions.h evaluation, taken within 4
+/// ulps (libm's float and double functions are within a few, glibc's manual, "Errors in Math
+/// Functions"; the series of special_functions.h are summed to below an ulp), its own final
+/// rounding (half an ulp) and at most three more roundings of operands or parameters around it
+/// (p0 x + p1, a scale, a conversion: an ulp each, of an intermediate no larger than |result| + 1):
+/// 1/2 + 4 + 1/2 + 3 = 8.
+inline constexpr double kKernelUlps = 8;
+
+/// The tolerance of an op of the kernel tables whose results are stored in `dtype`, evaluated
+/// `steps` times in a chain (a scan of that length, each step reading the stored result of the one
+/// before, so the differences of the steps add up; 1 for unary and binary ops): kKernelUlps of the
+/// compute type, relative to |result| and absolute (a result near 0 from operands of order 1), and
+/// for the 16-bit types, whose results both backends round once from the compute type, eps(dtype)
+/// of |result| more (half an ulp each), per step. Exact (0) for integer and bool results.
+inline Tolerance kernel_tolerance(Dtype dtype, int64_t steps = 1) {
+  if (dtype != Dtype::float64 && dtype != Dtype::float32 && dtype != Dtype::float16 && dtype != Dtype::bfloat16) {
+    return {};
+  }
+  const double compute = dtype_epsilon(dtype == Dtype::float64 ? Dtype::float64 : Dtype::float32);
+  const bool sixteen = dtype == Dtype::float16 || dtype == Dtype::bfloat16;
+  const double n = static_cast<double>(std::max<int64_t>(steps, 1));
+  const double atol = n * kKernelUlps * compute;
+  return {atol + (sixteen ? n * dtype_epsilon(dtype) : 0.0), atol, false};
+}
+
+/// The tolerance of a reduction (sum, product, maximum) of at most `accumulation` terms that both
+/// backends accumulate in double and round once to `dtype` (the kernel tables' reduce, for every
+/// floating dtype): the double results differ by at most reference_tolerance(float64,
+/// accumulation), and each side's final rounding moves its result by at most half an ulp of
+/// `dtype` (none for float64). Exact (0) for integer and bool results.
+inline Tolerance double_accumulated_tolerance(Dtype dtype, int64_t accumulation) {
+  if (dtype != Dtype::float64 && dtype != Dtype::float32 && dtype != Dtype::float16 && dtype != Dtype::bfloat16) {
+    return {};
+  }
+  Tolerance t = reference_tolerance(Dtype::float64, accumulation);
+  if (dtype != Dtype::float64) t.rtol += dtype_epsilon(dtype);
+  return t;
+}
+
+/// The tolerance of `steps` computations in a chain, each from the stored results of the one before
+/// (an optimizer's updates of a parameter and its state), each within `step`: the differences of
+/// the steps add up where each step passes on a difference of its inputs at most unchanged (a
+/// parameter's update p - lr u: 1; a state's decay: beta < 1; a state's part of u scaled by the
+/// learning rate), so `steps` times `step`.
+inline Tolerance chained_tolerance(Tolerance step, int64_t steps) {
+  const double n = static_cast<double>(std::max<int64_t>(steps, 1));
+  step.rtol *= n;
+  step.atol *= n;
+  return step;
+}
+
 /// Compares `got` with `want` (same shape) within `tol`; NaNs must match NaNs. On failure the
 /// message names the worst element's index, both values, its tolerance and how many elements fail.
 inline ::testing::AssertionResult close_within(const Array& got, const Array& want, const Tolerance& tol) {

@@ -162,36 +162,30 @@ Array whole(const Array& a) {
   return Array(a.storage(), Shape{n}, Shape{1}, 0, a.dtype());
 }
 
-// Tolerance of float results computed by the same formula in different loop orders.
-double rtol_for(Dtype d) {
-  switch (d) {
-    case Dtype::float32:
-      return 1e-6;
-    case Dtype::float64:
-      return 1e-13;
-    case Dtype::float16:
-      return 1e-3;
-    case Dtype::bfloat16:
-      return 8e-3;
-    default:
-      return 0.0;
-  }
-}
-
-// Expects the cpu and reference results equal (within rtol relative to max(|reference|, 1); NaNs
-// equal) over their whole storage.
-void expect_same(const Pair& out, double rtol, const std::string& what) {
+// Expects the cpu and reference results equal within `tol` (|cpu - reference| <= rtol |reference| +
+// atol, atol times the storage's root mean square (at least 1) when normwise; NaNs equal) over
+// their whole storage. The default: bit for bit.
+void expect_same(const Pair& out, const std::string& what, const test::Tolerance& tol = {}) {
   ASSERT_EQ(out.cpu.shape(), out.ref.shape()) << what;
   ASSERT_EQ(out.cpu.dtype(), out.ref.dtype()) << what;
   const auto c = whole(out.cpu).to_vector<double>();
   const auto r = whole(out.ref).to(Device::cpu()).to_vector<double>();
   ASSERT_EQ(c.size(), r.size()) << what;
+  double scale = 1;
+  if (tol.normwise && !r.empty()) {
+    double sq = 0;
+    for (double v : r) {
+      if (std::isfinite(v)) sq += v * v;
+    }
+    scale = std::max(std::sqrt(sq / static_cast<double>(r.size())), 1.0);
+  }
   int reported = 0;
   for (std::size_t i = 0; i < c.size(); ++i) {
     const bool same = (std::isnan(c[i]) && std::isnan(r[i])) || c[i] == r[i] ||
-                      std::abs(c[i] - r[i]) <= rtol * std::max(std::abs(r[i]), 1.0);
+                      std::abs(c[i] - r[i]) <= tol.rtol * std::abs(r[i]) + tol.atol * scale;
     if (!same && reported++ < 3) {
-      ADD_FAILURE() << what << ": storage element " << i << ": cpu " << c[i] << " vs reference " << r[i];
+      ADD_FAILURE() << what << ": storage element " << i << ": cpu " << c[i] << " vs reference " << r[i]
+                    << " (rtol " << tol.rtol << ", atol " << tol.atol * scale << ")";
     }
   }
 }
@@ -260,7 +254,7 @@ TEST(Kernels, AstypeEveryDtypePairAndLayout) {
           Pair out{in.cpu.astype(dst), in.ref.astype(dst)};
           EXPECT_EQ(out.cpu.dtype(), dst);
           EXPECT_TRUE(out.cpu.is_contiguous());
-          expect_same(out, 0.0, "astype " + describe(layout->name, shape, src) + " -> " + std::string(dtype_name(dst)));
+          expect_same(out, "astype " + describe(layout->name, shape, src) + " -> " + std::string(dtype_name(dst)));
         }
       }
     }
@@ -279,8 +273,7 @@ TEST(Kernels, AssignIntoViews) {
             out.cpu.assign(in.cpu);
             out.ref.assign(in.ref);
             expect_same(
-                out, 0.0,
-                "assign " + describe(in_layout->name, shape, src) + " into " + describe(out_layout->name, shape, dst));
+                out, "assign " + describe(in_layout->name, shape, src) + " into " + describe(out_layout->name, shape, dst));
           }
         }
       }
@@ -355,7 +348,7 @@ TEST(Kernels, FillEveryDtypeAndLayout) {
           Pair out = make_output(*layout, shape, d);
           out.cpu.fill(v);
           out.ref.fill(v);
-          expect_same(out, 0.0, "fill " + std::to_string(v) + " " + describe(layout->name, shape, d));
+          expect_same(out, "fill " + std::to_string(v) + " " + describe(layout->name, shape, d));
         }
       }
     }
@@ -382,9 +375,10 @@ TEST(Kernels, UnaryEveryOpDtypeAndLayout) {
             Pair out = make_output(*out_layout, shape, d);
             cpu_kernels().unary(op, in.cpu, out.cpu, p0, p1);
             ref_kernels().unary(op, in.ref, out.ref, p0, p1);
-            expect_same(out, rtol_for(d),
+            expect_same(out,
                         unary_name(op) + "(" + std::to_string(p0) + ", " + std::to_string(p1) + ") " +
-                            describe(in_layout->name, shape, d) + " -> " + out_layout->name);
+                            describe(in_layout->name, shape, d) + " -> " + out_layout->name,
+                        test::kernel_tolerance(d));
           }
         }
       }
@@ -553,9 +547,10 @@ TEST(Kernels, BinaryEveryOpDtypeAndLayout) {
             Pair out = make_output(*c.out, shape, od);
             cpu_kernels().binary(op, a.cpu, b.cpu, out.cpu);
             ref_kernels().binary(op, a.ref, b.ref, out.ref);
-            expect_same(out, rtol_for(od),
+            expect_same(out,
                         binary_name(op) + " " + describe(c.a->name, shape, d) + " with " + c.b->name + " -> " +
-                            c.out->name + " " + std::string(dtype_name(od)));
+                            c.out->name + " " + std::string(dtype_name(od)),
+                        test::kernel_tolerance(od));
           }
         }
       }
@@ -670,9 +665,10 @@ TEST(Kernels, ScanEveryOpAxisAndLayout) {
               Pair out = make_output(layout == &kTransposed ? kStrided : kContiguous, shape, d);
               cpu_kernels().scan(op, x.cpu, a.cpu, axis, reverse, out.cpu);
               ref_kernels().scan(op, x.ref, a.ref, axis, reverse, out.ref);
-              expect_same(out, rtol_for(d),
+              expect_same(out,
                           "scan " + std::to_string(static_cast<int>(op)) + " axis " + std::to_string(axis) +
-                              (reverse ? " reversed " : " ") + describe(layout->name, shape, d));
+                              (reverse ? " reversed " : " ") + describe(layout->name, shape, d),
+                          test::kernel_tolerance(d, shape[static_cast<std::size_t>(axis)]));
             }
           }
         }
@@ -745,7 +741,9 @@ void run_reduce(ReduceOp op, const Pair& x, const Shape& axes, const Layout& out
   Pair out = make_output(out_layout, kept, reduce_out_dtype(op, x.cpu.dtype()));
   cpu_kernels().reduce(op, x.cpu, axes, out.cpu);
   ref_kernels().reduce(op, x.ref, axes, out.ref);
-  expect_same(out, rtol_for(out.cpu.dtype()), what);
+  // The length of each reduction: the input's elements per output element.
+  const int64_t n = out.cpu.size() == 0 ? 1 : x.cpu.size() / out.cpu.size();
+  expect_same(out, what, test::double_accumulated_tolerance(out.cpu.dtype(), n));
 }
 }  // namespace
 
@@ -840,15 +838,15 @@ TEST(Kernels, ManyDimensionsAndUnitAxes) {
     const std::string where = describe(layout->name, shape, Dtype::float32);
     Pair x = make_input(*layout, shape, Dtype::float32, 31);
     Pair y = make_input(kTransposed, shape, Dtype::float32, 32);
-    expect_same({x.cpu.astype(Dtype::float64), x.ref.astype(Dtype::float64)}, 0.0, "astype " + where);
+    expect_same({x.cpu.astype(Dtype::float64), x.ref.astype(Dtype::float64)}, "astype " + where);
     Pair u = make_output(kReversed, shape, Dtype::float32);
     cpu_kernels().unary(UnaryOp::exp, x.cpu, u.cpu, 0, 0);
     ref_kernels().unary(UnaryOp::exp, x.ref, u.ref, 0, 0);
-    expect_same(u, rtol_for(Dtype::float32), "exp " + where);
+    expect_same(u, "exp " + where, test::kernel_tolerance(Dtype::float32));
     Pair b = make_output(kStrided, shape, Dtype::float32);
     cpu_kernels().binary(BinaryOp::sub, x.cpu, y.cpu, b.cpu);
     ref_kernels().binary(BinaryOp::sub, x.ref, y.ref, b.ref);
-    expect_same(b, rtol_for(Dtype::float32), "sub " + where);
+    expect_same(b, "sub " + where, test::kernel_tolerance(Dtype::float32));
     for (const Shape& axes :
          {Shape{}, Shape{1}, Shape{1, 4}, Shape{0, 2, 6}, Shape{3, 5}, Shape{0, 1, 2, 3, 4, 5, 6}}) {
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max}) {
@@ -874,8 +872,7 @@ TEST_P(KernelsThreads, Astype) {
   for (const auto& [src, dst] : pairs) {
     for (const Layout* layout : {&kContiguous, &kStrided, &kTransposed, &kReversed, &kBroadcast}) {
       Pair in = make_input(*layout, kBig, src, draw(layout->base(kBig).numel(), 0.0, 200.0, 8));
-      expect_same({in.cpu.astype(dst), in.ref.astype(dst)}, 0.0,
-                  "astype " + describe(layout->name, kBig, src) + " -> " + std::string(dtype_name(dst)));
+      expect_same({in.cpu.astype(dst), in.ref.astype(dst)}, "astype " + describe(layout->name, kBig, src) + " -> " + std::string(dtype_name(dst)));
     }
   }
 }
@@ -888,14 +885,13 @@ TEST_P(KernelsThreads, AssignAndFill) {
         Pair out = make_output(*out_layout, kBig, d);
         out.cpu.assign(in.cpu);
         out.ref.assign(in.ref);
-        expect_same(out, 0.0,
-                    "assign " + describe(in_layout->name, kBig, Dtype::float64) + " into " +
+        expect_same(out, "assign " + describe(in_layout->name, kBig, Dtype::float64) + " into " +
                         describe(out_layout->name, kBig, d));
       }
       Pair out = make_output(*out_layout, kBig, d);
       out.cpu.fill(1.5);
       out.ref.fill(1.5);
-      expect_same(out, 0.0, "fill " + describe(out_layout->name, kBig, d));
+      expect_same(out, "fill " + describe(out_layout->name, kBig, d));
     }
   }
 }
@@ -906,7 +902,8 @@ TEST_P(KernelsThreads, Unary) {
     Pair out = make_output(out_layout, kBig, d);
     cpu_kernels().unary(op, in.cpu, out.cpu, p0, p1);
     ref_kernels().unary(op, in.ref, out.ref, p0, p1);
-    expect_same(out, rtol_for(d), unary_name(op) + " " + describe(in_layout.name, kBig, d) + " -> " + out_layout.name);
+    expect_same(out, unary_name(op) + " " + describe(in_layout.name, kBig, d) + " -> " + out_layout.name,
+                test::kernel_tolerance(d));
   };
   for (UnaryOp op : kUnaryOps) {
     const auto [p0, p1] = unary_params(op)[0];
@@ -931,7 +928,8 @@ TEST_P(KernelsThreads, Scan) {
         Pair out = make_output(kContiguous, kBig, Dtype::float32);
         cpu_kernels().scan(op, x.cpu, a.cpu, axis, axis == 1, out.cpu);
         ref_kernels().scan(op, x.ref, a.ref, axis, axis == 1, out.ref);
-        expect_same(out, rtol_for(Dtype::float32), "scan axis " + std::to_string(axis) + " " + layout->name);
+        expect_same(out, "scan axis " + std::to_string(axis) + " " + layout->name,
+                    test::kernel_tolerance(Dtype::float32, kBig[static_cast<std::size_t>(axis)]));
       }
     }
   }
@@ -944,9 +942,10 @@ TEST_P(KernelsThreads, Binary) {
     Pair out = make_output(kContiguous, shape, od);
     cpu_kernels().binary(op, a.cpu, b.cpu, out.cpu);
     ref_kernels().binary(op, a.ref, b.ref, out.ref);
-    expect_same(out, rtol_for(od),
+    expect_same(out,
                 binary_name(op) + " " + describe(la.name, shape, d) + " with " + lb.name + " -> " +
-                    std::string(dtype_name(od)));
+                    std::string(dtype_name(od)),
+                test::kernel_tolerance(od));
   };
   for (BinaryOp op : kBinaryOps) run(op, Dtype::float32, kContiguous, kContiguous, kBig, Dtype::float32);
   for (BinaryOp op : {BinaryOp::add, BinaryOp::mul, BinaryOp::div, BinaryOp::maximum, BinaryOp::lt}) {

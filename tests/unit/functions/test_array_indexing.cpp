@@ -107,7 +107,9 @@ TEST(ArrayIndexing, RepeatedIndicesAccumulate) {
 }
 
 TEST(ArrayIndexing, KernelsCpuMatchReferenceInEveryFloatDtype) {
-  // Sizes above the cpu loops' parallel threshold; repeated indices in the scatter.
+  // Sizes above the cpu loops' parallel threshold; repeated indices in the scatter. Exact: the
+  // scatter_add slot fixes the sum (in order of the indices, in float for 16-bit floats, rounded
+  // once) on both backends, and as_strided copies.
   std::vector<int64_t> idx;
   for (int64_t i = 0; i < 500; ++i) idx.push_back((i * 7) % 40);
   auto f = [&](const std::vector<Variable>& v) {
@@ -118,9 +120,9 @@ TEST(ArrayIndexing, KernelsCpuMatchReferenceInEveryFloatDtype) {
     SCOPED_TRACE(dtype_name(dt));
     const Array a = randn({300, 40}, Dtype::float32, 5).astype(dt);
     const Array b = randn({300, 500}, Dtype::float32, 4).astype(dt);
-    expect_cpu_matches_reference(f, {a, b}, 1e-5, 1e-5);
+    expect_cpu_matches_reference(f, {a, b}, 0.0, 0.0);
     expect_cpu_matches_reference(f, {rensa::testing::make_noncontiguous(a), rensa::testing::make_noncontiguous(b)},
-                                 1e-5, 1e-5);
+                                 0.0, 0.0);
   }
 }
 

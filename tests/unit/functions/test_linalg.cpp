@@ -199,39 +199,37 @@ TEST(Matmul, DoubleBackward) {
 
 TEST(Matmul, CpuMatchesReference) {
   const auto f = matmul_fn();
-  // Large enough for BLAS blocking and threads (out 256 x 200 = 51200 elements).
-  expect_cpu_matches_reference(f, {randn({256, 300}, Dtype::float32, 1), randn({300, 200}, Dtype::float32, 2)}, 1e-4,
-                               1e-4);
+  // Large enough for BLAS blocking and threads (out 256 x 200 = 51200 elements). Each check's
+  // accumulation is the inner dimension.
+  expect_cpu_matches_reference(f, {randn({256, 300}, Dtype::float32, 1), randn({300, 200}, Dtype::float32, 2)}, 300);
   // Transposed operands as views (column-major) and through the flags.
   Array at = randn({300, 256}, Dtype::float32, 3).transpose(), bt = randn({200, 300}, Dtype::float32, 4).transpose();
   ASSERT_FALSE(at.is_contiguous());
-  expect_cpu_matches_reference(f, {at, bt}, 1e-4, 1e-4);
+  expect_cpu_matches_reference(f, {at, bt}, 300);
   expect_cpu_matches_reference(
-      matmul_fn(true, true), {randn({300, 256}, Dtype::float32, 3), randn({200, 300}, Dtype::float32, 4)}, 1e-4, 1e-4);
+      matmul_fn(true, true), {randn({300, 256}, Dtype::float32, 3), randn({200, 300}, Dtype::float32, 4)}, 300);
   // Non-contiguous rows (strided, no BLAS layout), broadcast batches, 1-d operands, float64.
   expect_cpu_matches_reference(
-      f, {make_noncontiguous(randn({2, 1, 30, 40}, Dtype::float32, 5)), randn({5, 40, 20}, Dtype::float32, 6)}, 1e-4,
-      1e-5);
-  expect_cpu_matches_reference(f, {randn({40}, Dtype::float32, 7), randn({3, 40, 20}, Dtype::float32, 8)}, 1e-4, 1e-5);
+      f, {make_noncontiguous(randn({2, 1, 30, 40}, Dtype::float32, 5)), randn({5, 40, 20}, Dtype::float32, 6)}, 40);
+  expect_cpu_matches_reference(f, {randn({40}, Dtype::float32, 7), randn({3, 40, 20}, Dtype::float32, 8)}, 40);
   expect_cpu_matches_reference(
       f,
       {make_noncontiguous(randn({40}, Dtype::float32, 7)), make_noncontiguous(randn({3, 40, 20}, Dtype::float32, 8))},
-      1e-4, 1e-5);
+      40);
   expect_cpu_matches_reference(
       f,
       {make_noncontiguous(randn({3, 20, 40}, Dtype::float32, 8)), make_noncontiguous(randn({40}, Dtype::float32, 7))},
-      1e-4, 1e-5);
+      40);
   // 16-bit floats: computed in float32 and rounded once.
   expect_cpu_matches_reference(f,
                                {randn({8, 16}, Dtype::float32, 15).astype(Dtype::float16),
                                 randn({16, 4}, Dtype::float32, 16).astype(Dtype::float16)},
-                               1e-2, 1e-2);
-  expect_cpu_matches_reference(f, {randn({64, 70}, Dtype::float64, 9), randn({70, 50}, Dtype::float64, 10)}, 1e-12,
-                               1e-12);
+                               rensa::test::rounded_once_tolerance(Dtype::float16, 16));
+  expect_cpu_matches_reference(f, {randn({64, 70}, Dtype::float64, 9), randn({70, 50}, Dtype::float64, 10)}, 70);
   // A slice of a matrix: row stride larger than the row (a leading dimension > n).
   Array wide = randn({64, 100}, Dtype::float32, 11).slice(1, 10, 80);
-  expect_cpu_matches_reference(f, {wide, randn({70, 30}, Dtype::float32, 12)}, 1e-4, 1e-5);
-  expect_cpu_matches_reference(f, {randn({2, 3, 4}, Dtype::float32, 13), randn({2, 4, 5}, Dtype::float32, 14)});
+  expect_cpu_matches_reference(f, {wide, randn({70, 30}, Dtype::float32, 12)}, 70);
+  expect_cpu_matches_reference(f, {randn({2, 3, 4}, Dtype::float32, 13), randn({2, 4, 5}, Dtype::float32, 14)}, 4);
 }
 
 // ---- matmul: errors -----------------------------------------------------------------------------
@@ -327,20 +325,21 @@ TEST(Linear, DoubleBackward) {
 
 TEST(Linear, CpuMatchesReference) {
   const auto f = linear_fn();
-  // 128 x 300 = 38400 outputs: threaded BLAS and the threaded bias add.
+  // 128 x 300 = 38400 outputs: threaded BLAS and the threaded bias add. Each check's accumulation
+  // is the inner dimension, plus 1 for the bias.
   expect_cpu_matches_reference(
       f, {randn({128, 784}, Dtype::float32, 1), randn({300, 784}, Dtype::float32, 2), randn({300}, Dtype::float32, 3)},
-      1e-4, 1e-4);
+      784 + 1);
   // W stored column-major (a transposed view): W^T is then a plain row-major matrix for the kernel.
   expect_cpu_matches_reference(f,
                                {randn({64, 50}, Dtype::float32, 9), randn({50, 40}, Dtype::float32, 10).transpose(),
                                 randn({40}, Dtype::float32, 11)},
-                               1e-4, 1e-5);
+                               50 + 1);
   expect_cpu_matches_reference(
       f, {make_noncontiguous(randn({8, 3, 5}, Dtype::float32, 4)),
-          make_noncontiguous(randn({7, 15}, Dtype::float32, 5)), make_noncontiguous(randn({7}, Dtype::float32, 6))});
-  expect_cpu_matches_reference(f, {randn({10, 20}, Dtype::float64, 7), randn({30, 20}, Dtype::float64, 8)}, 1e-12,
-                               1e-12);
+          make_noncontiguous(randn({7, 15}, Dtype::float32, 5)), make_noncontiguous(randn({7}, Dtype::float32, 6))},
+      15 + 1);
+  expect_cpu_matches_reference(f, {randn({10, 20}, Dtype::float64, 7), randn({30, 20}, Dtype::float64, 8)}, 20);
 }
 
 TEST(Linear, Errors) {

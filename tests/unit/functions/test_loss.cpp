@@ -189,14 +189,15 @@ TEST(SoftmaxCrossEntropy, CpuMatchesReference) {
     };
   };
   // Above 32768 elements so the parallel paths run.
+  // Each loss sums over the classes (100, then 10); "mean" then sums the 400 (then 4 * 30 * 30) losses.
   Array x = randn({400, 100}, Dtype::float32, 7);
   Array t = labels({400}, 100, 5);
-  expect_cpu_matches_reference(run(t, "mean"), {x});
-  expect_cpu_matches_reference(run(t, "no"), {make_noncontiguous(x)});
+  expect_cpu_matches_reference(run(t, "mean"), {x}, 400);
+  expect_cpu_matches_reference(run(t, "no"), {make_noncontiguous(x)}, 100);
   Array xs = randn({4, 10, 30, 30}, Dtype::float32, 8);
   Array ts = labels({4, 30, 30}, 10, 4, Dtype::int32);
-  expect_cpu_matches_reference(run(ts, "mean"), {xs});
-  expect_cpu_matches_reference(run(ts, "no"), {make_noncontiguous(xs)});
+  expect_cpu_matches_reference(run(ts, "mean"), {xs}, 4 * 30 * 30);
+  expect_cpu_matches_reference(run(ts, "no"), {make_noncontiguous(xs)}, 10);
 }
 
 TEST(SoftmaxCrossEntropy, Errors) {
@@ -306,7 +307,7 @@ TEST(SigmoidCrossEntropy, CpuMatchesReference) {
   };
   Array x = randn({200, 200}, Dtype::float32, 9);
   Array t = labels({200, 200}, 2, 7);
-  expect_cpu_matches_reference(run(t, "mean"), {x});
+  expect_cpu_matches_reference(run(t, "mean"), {x}, 200 * 200);  // normalized: the mean of every element
   expect_cpu_matches_reference(run(t, "no"), {make_noncontiguous(x)});
 }
 
@@ -349,9 +350,11 @@ TEST(MeanSquaredError, Backward) {
 
 TEST(MeanSquaredError, CpuMatchesReference) {
   auto f = [](const std::vector<Variable>& v) { return std::vector<Variable>{F::mean_squared_error(v[0], v[1])}; };
-  expect_cpu_matches_reference(f, {randn({300, 120}, Dtype::float32, 3), randn({300, 120}, Dtype::float32, 4)}, 1e-4);
+  // The mean of every squared difference: a sum of all of them.
+  expect_cpu_matches_reference(f, {randn({300, 120}, Dtype::float32, 3), randn({300, 120}, Dtype::float32, 4)},
+                               300 * 120);
   expect_cpu_matches_reference(
-      f, {make_noncontiguous(randn({30, 12}, Dtype::float32, 3)), randn({30, 12}, Dtype::float32)}, 1e-4);
+      f, {make_noncontiguous(randn({30, 12}, Dtype::float32, 3)), randn({30, 12}, Dtype::float32)}, 30 * 12);
 }
 
 TEST(MeanSquaredError, Errors) {

@@ -20,13 +20,13 @@ using rensa::testing::TestFunction;
 
 namespace {
 
-TestFunction bn_fn(F::BatchNormOptions o = {}) {
+TestFunction bn_fn(const F::BatchNormOptions& o = {}) {
   return [o](const std::vector<Variable>& v) {
     return std::vector<Variable>{F::batch_normalization(v[0], v[1], v[2], o).y};
   };
 }
 
-TestFunction fixed_bn_fn(F::BatchNormOptions o = {}) {
+TestFunction fixed_bn_fn(const F::BatchNormOptions& o = {}) {
   return [o](const std::vector<Variable>& v) {
     return std::vector<Variable>{F::fixed_batch_normalization(v[0], v[1], v[2], v[3], v[4], o)};
   };
@@ -358,8 +358,9 @@ TEST(BatchNormalizationOverWorkersGrad, OneWorkerSingleAndDouble) {
 TEST(BatchNormalizationOverWorkersBackends, CpuMatchesReference) {
   std::vector<Array> in{randn({64, 16, 6, 6}, Dtype::float32, 66), randn({16}, Dtype::float32, 67),
                         randn({16}, Dtype::float32, 68)};
-  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), in, 1e-4, 1e-4);
-  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), noncontig(in), 1e-4, 1e-4);
+  // The statistics and the gradients of x, gamma and beta sum over N * H * W = 64 * 6 * 6.
+  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), in, 64 * 6 * 6);
+  expect_cpu_matches_reference(with_grads(bn_fn(one_worker())), noncontig(in), 64 * 6 * 6);
 }
 
 TEST(BatchNormalizationOverWorkersErrors, EmptyEverywhereAndBadReducer) {
@@ -397,16 +398,19 @@ TEST(NormalizationBackends, CpuMatchesReference) {
   const Shape big{64, 16, 6, 6};
   std::vector<Array> bn_in{randn(big, Dtype::float32, 32), randn({16}, Dtype::float32, 33),
                            randn({16}, Dtype::float32, 34)};
-  expect_cpu_matches_reference(with_grads(bn_fn()), bn_in, 1e-4, 1e-4);
-  expect_cpu_matches_reference(with_grads(bn_fn()), noncontig(bn_in), 1e-4, 1e-4);
+  // Batch normalization's statistics and gradients sum over N * H * W; the fixed one's gradients of
+  // gamma, beta, mean and var too.
+  expect_cpu_matches_reference(with_grads(bn_fn()), bn_in, 64 * 6 * 6);
+  expect_cpu_matches_reference(with_grads(bn_fn()), noncontig(bn_in), 64 * 6 * 6);
   std::vector<Array> fixed_in = bn_in;
   fixed_in.push_back(randn({16}, Dtype::float32, 35));
   fixed_in.push_back(randu({16}, 0.5, 2.0, Dtype::float32, 36));
-  expect_cpu_matches_reference(with_grads(fixed_bn_fn()), fixed_in, 1e-4, 1e-4);
+  expect_cpu_matches_reference(with_grads(fixed_bn_fn()), fixed_in, 64 * 6 * 6);
   std::vector<Array> ln_in{randn({300, 128}, Dtype::float32, 37), randn({128}, Dtype::float32, 38),
                            randn({128}, Dtype::float32, 39)};
-  expect_cpu_matches_reference(with_grads(ln_fn()), ln_in, 1e-4, 1e-4);
-  expect_cpu_matches_reference(with_grads(ln_fn()), noncontig(ln_in), 1e-4, 1e-4);
+  // Layer normalization: statistics and x's gradient over 128 features, gamma's and beta's over 300 rows.
+  expect_cpu_matches_reference(with_grads(ln_fn()), ln_in, 300);
+  expect_cpu_matches_reference(with_grads(ln_fn()), noncontig(ln_in), 300);
 }
 
 // ---- errors -------------------------------------------------------------------------------------
@@ -500,8 +504,9 @@ TEST(LocalResponseNormalizationGrad, ContiguousNoncontiguousDouble) {
 TEST(LocalResponseNormalizationBackends, CpuMatchesReference) {
   // 4 * 20 * 20 * 22 = 35200 elements: above the OpenMP threshold.
   const Array x = randn({4, 20, 20, 22}, Dtype::float32, 56);
-  expect_cpu_matches_reference(with_grads(lrn_fn(5, 1.0, 0.1, 0.75)), {x}, 1e-4, 1e-5);
-  expect_cpu_matches_reference(with_grads(lrn_fn(4, 2.0, 1e-4, 0.75)), {make_noncontiguous(x)}, 1e-4, 1e-5);
+  // The window's 2 * (n / 2) + 1 channels: the forward's sum of squares and x's gradient's sum.
+  expect_cpu_matches_reference(with_grads(lrn_fn(5, 1.0, 0.1, 0.75)), {x}, 5);
+  expect_cpu_matches_reference(with_grads(lrn_fn(4, 2.0, 1e-4, 0.75)), {make_noncontiguous(x)}, 5);
 }
 
 TEST(LocalResponseNormalizationErrors, ShapesDtypesValues) {

@@ -165,11 +165,13 @@ TEST(MaxPooling2D, DoubleBackward) {
 }
 
 TEST(MaxPooling2D, CpuMatchesReference) {
-  // 16 x 32 x 24 x 24 = 294912 inputs: the threaded loops.
+  // 16 x 32 x 24 x 24 = 294912 inputs: the threaded loops. The maximum is exact, and so is x's
+  // gradient where the windows do not overlap (2 x 2 at stride 2: a copy of gy); 3 x 3 windows at
+  // stride 2 add the gradients of up to 2 x 2 windows that pick the same element.
   expect_cpu_matches_reference(with_grad(max_fn(2)), {randn({16, 32, 24, 24}, Dtype::float32, 1)});
-  expect_cpu_matches_reference(with_grad(max_fn(3, 2, 1)), {randn({8, 16, 25, 23}, Dtype::float32, 2)});
+  expect_cpu_matches_reference(with_grad(max_fn(3, 2, 1)), {randn({8, 16, 25, 23}, Dtype::float32, 2)}, 2 * 2);
   expect_cpu_matches_reference(with_grad(max_fn(3, 2, 1, false)),
-                               {make_noncontiguous(randn({4, 8, 13, 14}, Dtype::float32, 3))});
+                               {make_noncontiguous(randn({4, 8, 13, 14}, Dtype::float32, 3))}, 2 * 2);
   expect_cpu_matches_reference(with_grad(max_fn(2)), {randn({2, 3, 5, 6}, Dtype::float64, 4)}, 0.0, 0.0);
   expect_cpu_matches_reference(max_fn(2), {randn({2, 3, 5, 6}, Dtype::float32, 5).astype(Dtype::float16)}, 0.0, 0.0);
 }
@@ -213,12 +215,15 @@ TEST(AveragePooling2D, DoubleBackward) {
 }
 
 TEST(AveragePooling2D, CpuMatchesReference) {
-  expect_cpu_matches_reference(with_grad(avg_fn(2)), {randn({16, 32, 24, 24}, Dtype::float32, 1)});
-  expect_cpu_matches_reference(with_grad(avg_fn(3, 2, 1, true)), {randn({8, 16, 25, 23}, Dtype::float32, 2)});
+  // A window's kh * kw terms; x's gradient adds those of the windows that cover it, no more.
+  expect_cpu_matches_reference(with_grad(avg_fn(2)), {randn({16, 32, 24, 24}, Dtype::float32, 1)}, 2 * 2);
+  expect_cpu_matches_reference(with_grad(avg_fn(3, 2, 1, true)), {randn({8, 16, 25, 23}, Dtype::float32, 2)}, 3 * 3);
   expect_cpu_matches_reference(with_grad(avg_fn(3, 1, 1)),
-                               {make_noncontiguous(randn({4, 8, 13, 14}, Dtype::float32, 3))});
-  expect_cpu_matches_reference(with_grad(avg_fn(2, 2, 1)), {randn({2, 3, 5, 6}, Dtype::float64, 4)}, 1e-14, 1e-14);
-  expect_cpu_matches_reference(avg_fn(2), {randn({2, 3, 5, 6}, Dtype::float32, 5).astype(Dtype::bfloat16)}, 1e-2, 1e-2);
+                               {make_noncontiguous(randn({4, 8, 13, 14}, Dtype::float32, 3))}, 3 * 3);
+  expect_cpu_matches_reference(with_grad(avg_fn(2, 2, 1)), {randn({2, 3, 5, 6}, Dtype::float64, 4)}, 2 * 2);
+  // bfloat16: computed in float32, rounded once.
+  expect_cpu_matches_reference(avg_fn(2), {randn({2, 3, 5, 6}, Dtype::float32, 5).astype(Dtype::bfloat16)},
+                               rensa::test::rounded_once_tolerance(Dtype::bfloat16, 2 * 2));
 }
 
 // ---- global average pooling ---------------------------------------------------------------------
@@ -236,7 +241,7 @@ TEST(GlobalAveragePooling2D, ValuesAndGradients) {
   check_backward(f, {make_noncontiguous(randn({2, 3, 4, 5}))});
   check_double_backward(f, {randn({2, 3, 4, 5})}, {randn({2, 3}, Dtype::float64, 2)});
   check_backward(f, {randn({0, 3, 4, 5})});
-  expect_cpu_matches_reference(with_grad(f), {randn({16, 64, 8, 8}, Dtype::float32, 3)});
+  expect_cpu_matches_reference(with_grad(f), {randn({16, 64, 8, 8}, Dtype::float32, 3)}, 8 * 8);
 }
 
 // ---- errors -------------------------------------------------------------------------------------
@@ -305,14 +310,17 @@ TEST(Pooling2D, ChannelsLastKeepsLayoutAndMatchesReference) {
     auto f = [&](F::Int2 k, std::optional<F::Int2> s, F::Int2 p, bool cover) {
       return is_max ? max_fn(k, s, p, cover) : avg_fn(k, s, p, cover);
     };
-    // Threaded sizes, windows with padding and overlap, cover_all, float64 exactly.
+    // Threaded sizes, windows with padding and overlap, cover_all, float64, bfloat16 (computed in
+    // float32, rounded once). The accumulation: a window's kh * kw terms (an average's sum; x's
+    // gradients add fewer: 1, 2 x 2, 2 x 2 windows).
     expect_cpu_matches_reference(with_grad(f(2, std::nullopt, 0, false)),
-                                 {cl(randn({16, 32, 24, 24}, Dtype::float32, 1))});
-    expect_cpu_matches_reference(with_grad(f(3, 2, 1, true)), {cl(randn({4, 16, 13, 11}, Dtype::float32, 2))});
+                                 {cl(randn({16, 32, 24, 24}, Dtype::float32, 1))}, 2 * 2);
+    expect_cpu_matches_reference(with_grad(f(3, 2, 1, true)), {cl(randn({4, 16, 13, 11}, Dtype::float32, 2))}, 3 * 3);
     expect_cpu_matches_reference(with_grad(f({2, 3}, F::Int2{1, 2}, {1, 0}, false)),
-                                 {cl(randn({2, 5, 7, 9}, Dtype::float64, 3))}, 1e-14, 1e-14);
+                                 {cl(randn({2, 5, 7, 9}, Dtype::float64, 3))}, 2 * 3);
     expect_cpu_matches_reference(f(2, std::nullopt, 0, false),
-                                 {cl(randn({2, 6, 6, 6}, Dtype::float32, 4)).astype(Dtype::bfloat16)}, 1e-2, 1e-2);
+                                 {cl(randn({2, 6, 6, 6}, Dtype::float32, 4)).astype(Dtype::bfloat16)},
+                                 rensa::test::rounded_once_tolerance(Dtype::bfloat16, 2 * 2));
     // Outputs and x's gradient keep the layout, whatever layout gy comes in.
     Variable x(cl(randn({2, 8, 6, 6}, Dtype::float32, 5)), true);
     Variable y = f(2, std::nullopt, 0, false)({x})[0];

@@ -320,7 +320,8 @@ void expect_loops_agree() {
         const auto yc = run_loop<S>(Device::cpu(), inputs, noncontig);
         const auto yr = run_loop<S>(Device::reference(), inputs, noncontig);
         for (std::size_t i = 0; i < yc.size(); ++i) {
-          EXPECT_TRUE(allclose(yc[i], yr[i], 1e-6, 1e-6))
+          // One step of an elementwise formula in the compute type, rounded once per stored value.
+          EXPECT_TRUE(test::close_within(yc[i], yr[i], test::rounded_once_tolerance(dtype)))
               << S << " states " << dtype << " " << shape << " noncontig " << noncontig << " output " << i;
         }
       }
@@ -365,14 +366,17 @@ TEST(Optimizers, EveryOptimizerOnReferenceMatchesCpu) {
         oc->update();
         orf->update();
       }
-      const double tol = dtype == Dtype::float64 ? 1e-13 : dtype == Dtype::float32 ? 1e-6 : 1e-2;
-      EXPECT_TRUE(allclose(mc.W.array(), mr.W.array().to(Device::cpu()), tol, tol)) << "optimizer " << i << " " << dtype;
-      EXPECT_TRUE(allclose(mc.b.array(), mr.b.array().to(Device::cpu()), tol, tol)) << "optimizer " << i << " " << dtype;
+      // Three steps of an elementwise formula in the compute type, each rounded once per stored value.
+      const test::Tolerance tol = test::chained_tolerance(test::rounded_once_tolerance(dtype), 3);
+      EXPECT_TRUE(test::close_within(mc.W.array(), mr.W.array().to(Device::cpu()), tol))
+          << "optimizer " << i << " " << dtype;
+      EXPECT_TRUE(test::close_within(mc.b.array(), mr.b.array().to(Device::cpu()), tol))
+          << "optimizer " << i << " " << dtype;
       const auto sc = oc->rule(mc.W)->state(), sr = orf->rule(mr.W)->state();
       ASSERT_EQ(sc.size(), sr.size()) << "optimizer " << i;
       for (std::size_t k = 0; k < sc.size(); ++k) {
         EXPECT_EQ(sr[k].second.device(), Device::reference());
-        EXPECT_TRUE(allclose(sc[k].second, sr[k].second.to(Device::cpu()), tol, tol))
+        EXPECT_TRUE(test::close_within(sc[k].second, sr[k].second.to(Device::cpu()), tol))
             << "optimizer " << i << " " << sc[k].first;
       }
     }
@@ -392,8 +396,9 @@ TEST(Optimizers, ReferenceDeviceTrainsLikeCpu) {
     orf.update();
   }
   EXPECT_EQ(orf.rule(mr.W)->state()[0].second.device(), Device::reference());
-  EXPECT_TRUE(allclose(mc.W.array(), mr.W.array().to(Device::cpu()), 1e-5, 1e-6));
-  EXPECT_TRUE(allclose(mc.b.array(), mr.b.array().to(Device::cpu()), 1e-5, 1e-6));
+  const test::Tolerance tol = test::chained_tolerance(test::reference_tolerance(Dtype::float32), 3);
+  EXPECT_TRUE(test::close_within(mc.W.array(), mr.W.array().to(Device::cpu()), tol));
+  EXPECT_TRUE(test::close_within(mc.b.array(), mr.b.array().to(Device::cpu()), tol));
 }
 
 // 16-bit parameters are updated in float32 arithmetic and rounded once per stored value: the
