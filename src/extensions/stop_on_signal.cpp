@@ -66,7 +66,8 @@ const char* signal_name(int sig) {
 StopOnSignal::StopOnSignal(std::function<std::string(training::Trainer&)> save, std::function<int(int)> any_rank)
     : save_(std::move(save)), any_rank_(std::move(any_rank)) {}
 
-StopOnSignal::StopOnSignal(const StopOnSignal& other) : save_(other.save_), any_rank_(other.any_rank_) {}
+StopOnSignal::StopOnSignal(const StopOnSignal& other)
+    : training::Extension(other), save_(other.save_), any_rank_(other.any_rank_) {}
 
 StopOnSignal::~StopOnSignal() {
   restore_handlers();
