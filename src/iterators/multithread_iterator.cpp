@@ -68,14 +68,25 @@ bool stack_row(const std::vector<Array>& buffers, int64_t b, const datasets::Exa
       if (x.shape()[static_cast<std::size_t>(d)] != buffer.shape()[static_cast<std::size_t>(d) + 1]) return false;
     }
   }
+  // A transform may have written into the offered row (column 0's) whatever it made, for any column:
+  // a column that is exactly its own row is in place; one that lies anywhere else in the buffers
+  // (a view of the row, or another column's image made there) is copied out before any row is
+  // written.
+  std::vector<Array> sources(example.begin(), example.end());
   for (std::size_t c = 0; c < buffers.size(); ++c) {
-    const Array& x = example[c];
+    Array& x = sources[c];
+    const bool in_buffers = std::any_of(buffers.begin(), buffers.end(),
+                                        [&](const Array& buffer) { return x.storage() == buffer.storage(); });
+    if (!in_buffers) continue;
+    const bool own_row = x.storage() == buffers[c].storage() && x.is_contiguous() &&
+                         x.raw_data() == datasets::detail::row_view(buffers[c], b).raw_data();
+    x = own_row ? Array() : x.copy();  // null: already in place
+  }
+  for (std::size_t c = 0; c < buffers.size(); ++c) {
+    const Array& x = sources[c];
+    if (x.is_null()) continue;
     const Array row = datasets::detail::row_view(buffers[c], b);
-    if (x.storage() == row.storage()) {
-      // A transform wrote the image into the offered row: done, unless what it returned is another
-      // part of the buffer (a view), which must not be copied onto itself.
-      if (x.raw_data() != row.raw_data() || !x.is_contiguous()) row.assign(x.copy());
-    } else if (x.is_contiguous()) {
+    if (x.is_contiguous()) {
       if (row.nbytes() != 0) std::memcpy(row.raw_data(), x.raw_data(), row.nbytes());
     } else {
       row.assign(x);

@@ -184,6 +184,30 @@ TEST(MultithreadIterator, ImageTransformsWriteIntoTheBatch) {
   }
 }
 
+TEST(MultithreadIterator, AnotherColumnMadeInTheOfferedRowIsStackedRight) {
+  // Regression: a transform normalizing column 1 (of column 0's shape) before column 0 takes the row
+  // offered for column 0; column 1 must still get its own values, not column 0's.
+  auto pairs = [](int64_t n) {
+    std::vector<uint8_t> a, b;
+    for (int64_t i = 0; i < n * 2 * 3 * 3; ++i) {
+      a.push_back(static_cast<uint8_t>((i * 37) % 251));
+      b.push_back(static_cast<uint8_t>((i * 11 + 5) % 241));
+    }
+    return std::make_shared<datasets::TupleDataset>(
+        std::vector<Array>{Array::from_vector(a, Shape{n, 2, 3, 3}), Array::from_vector(b, Shape{n, 2, 3, 3})});
+  };
+  const datasets::transforms::Normalize normalize({1, 2}, {3, 4});
+  auto transform = [&](Example ex) {
+    ex[1] = normalize.apply(ex[1]);
+    ex[0] = normalize.apply(ex[0]);
+    return ex;
+  };
+  SerialIterator serial(std::make_shared<datasets::TransformDataset>(pairs(20), transform), 4, {.seed = 1});
+  MultithreadIterator multi(std::make_shared<datasets::TransformDataset>(pairs(20), transform), 4,
+                            {.seed = 1, .n_threads = 2, .n_prefetch = 1, .stack = true});
+  expect_same(serial, multi, 12, true);
+}
+
 TEST(MultithreadIterator, ALayoutChangeIsStackedAndLearned) {
   // Examples 0-9 are (3,), the rest (4,): whole batches of either kind stack as SerialIterator's do.
   auto ds = std::make_shared<datasets::TransformDataset>(make_dataset(30), [](Example ex) {
