@@ -214,13 +214,16 @@ BatchNormResult fused_batch_normalization(const char* op, const Variable& x, con
     const Array gy = ctx.grad_output(0).array().to_memory_format(xa.suggest_memory_format());
     const Array gx = empty_like_layout(xa);
     const int64_t ch = xa.shape()[1];
-    const Array gg = Array::empty({groups, ch}, param, xa.device());
-    const Array gb = Array::empty({groups, ch}, param, xa.device());
+    // Ghost sub-batches' partial sums stay in float64 until they are summed, so the parameters'
+    // gradients are rounded to their dtype once, as a whole batch's are.
+    const Dtype partial = groups == 1 ? param : Dtype::float64;
+    const Array gg = Array::empty({groups, ch}, partial, xa.device());
+    const Array gb = Array::empty({groups, ch}, partial, xa.device());
     const auto kernel = RENSA_KERNEL(xa.device(), batch_norm_backward, op);
     kernel(bn_view3(xa), g, mu, var, bn_view3(gy), bn_view3(gx), gg, gb, options.eps);
     auto param_grad = [&](const Array& per_group) {
       const Array total =
-          groups == 1 ? per_group : detail::reduce(op, ReduceOp::sum, per_group, Shape{0}, false, per_group.dtype());
+          groups == 1 ? per_group : detail::reduce(op, ReduceOp::sum, per_group, Shape{0}, false, param);
       return Variable(total.reshape(ps.param));
     };
     std::vector<Variable> out(3);

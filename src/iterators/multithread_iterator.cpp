@@ -312,6 +312,7 @@ struct MultithreadIterator::Impl {
   /// else holds, else a new one (kept in the pool).
   std::vector<Array> acquire_buffers(int64_t rows) {
     auto fits = [&](const std::vector<Array>& set) {
+      if (set.size() != layout.size()) return false;
       for (std::size_t c = 0; c < layout.size(); ++c) {
         if (set[c].shape()[0] != rows || set[c].dtype() != layout[c].second) return false;
         if (set[c].shape().size() != layout[c].first.size() + 1) return false;
@@ -319,7 +320,7 @@ struct MultithreadIterator::Impl {
           if (set[c].shape()[d + 1] != layout[c].first[d]) return false;
         }
       }
-      return set.size() == layout.size();
+      return true;
     };
     for (const auto& set : pool) {
       if (unused(set) && fits(set)) return set;
