@@ -95,6 +95,14 @@ void finalize_at_exit() {
     if (MPI_Allreduce(&here, &anywhere, 1, MPI_INT, MPI_MAX, registry().exit_world) == MPI_SUCCESS) {
       failed = anywhere != 0;
     }
+    // MPI_Finalize does not free the communicators kept for these checks: freed here, after them
+    // (every rank is past the barrier, so no message on them is still under way).
+    {
+      std::lock_guard<std::mutex> lock(registry().mutex);
+      for (auto& r : registry().retired) MPI_Comm_free(&r.world);
+      registry().retired.clear();
+    }
+    MPI_Comm_free(&registry().exit_world);
     if (!lost.empty()) {
       const std::string line = process_prefix() + "at exit: " + lost + "; the job fails\n";
       std::fflush(stdout);

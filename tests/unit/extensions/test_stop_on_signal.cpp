@@ -97,11 +97,18 @@ TEST(StopOnSignal, DestroyingACopyLeavesTheRunningOneAlone) {
 }
 
 TEST(StopOnSignal, WithoutASignalTrainsToTheEnd) {
-  TempDir dir("stop_on_signal");
-  FakeUpdater updater(4);
-  EXPECT_FALSE(run_until(dir, SIGINT, 0, updater).has_value());
-  EXPECT_EQ(updater.iteration(), 10);
-  EXPECT_EQ(handler_of(SIGINT), SIG_DFL);
+  // Regression: this test expected SIG_DFL afterwards and so failed whenever the suite itself ran with
+  // SIGINT ignored (started in the background by a non-interactive shell). It now sets both kinds of
+  // disposition itself and expects each back.
+  for (auto disposition : {SIG_DFL, SIG_IGN}) {
+    const auto outer = std::signal(SIGINT, disposition);
+    TempDir dir("stop_on_signal");
+    FakeUpdater updater(4);
+    EXPECT_FALSE(run_until(dir, SIGINT, 0, updater).has_value());
+    EXPECT_EQ(updater.iteration(), 10);
+    EXPECT_EQ(handler_of(SIGINT), disposition);
+    std::signal(SIGINT, outer);
+  }
 }
 
 // Under rensa::mn the ranks agree: a signal another rank received stops this one too.
